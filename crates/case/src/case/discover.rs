@@ -158,23 +158,34 @@ pub(crate) fn canonical(path: &Path) -> PathBuf {
     })
 }
 
+/// `path` with its `.` and `..` parts taken as written (`a/b/../c` is
+/// `a/c`), links left alone.
+pub fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// `incident/stale-deploy` for `.../cases/incident/stale-deploy.toml`,
 /// whatever the working folder and however the path is spelt (`.`, `..`:
 /// read from the path made absolute, links left as they are).
 pub fn display_name(path: &Path) -> String {
-    let stem = std::path::absolute(path)
-        .unwrap_or_else(|_| path.to_path_buf())
-        .with_extension("");
-    let mut parts: Vec<String> = Vec::new();
-    for c in stem.components() {
-        match c {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                parts.pop();
-            }
-            c => parts.push(c.as_os_str().to_string_lossy().to_string()),
-        }
-    }
+    let stem = lexical(
+        &std::path::absolute(path)
+            .unwrap_or_else(|_| path.to_path_buf())
+            .with_extension(""),
+    );
+    let parts: Vec<String> = (stem.components())
+        .map(|c| c.as_os_str().to_string_lossy().to_string())
+        .collect();
     match parts.iter().rposition(|p| p == "cases") {
         Some(i) if i + 1 < parts.len() => parts[i + 1..].join("/"),
         _ => parts.last().cloned().unwrap_or_default(),

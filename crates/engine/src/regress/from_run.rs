@@ -27,6 +27,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use worldline_case::case::discover::lexical;
 use worldline_case::case::inject::Action;
 use worldline_case::case::model::{CassetteMode, Provider};
 use worldline_case::case::origin::{CreatedFrom, Origin};
@@ -411,6 +412,8 @@ fn native_command(
     // `-o x.toml` has the folder `""`, which no path was made relative to
     // (every argument stayed absolute).
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
+    // (`lexical`: an argument `../agent/ag.py` of a case in `cases/` was
+    // written `…/cases/../agent/ag.py`.)
     let folder =
         lexical(&std::path::absolute(parent.unwrap_or(Path::new("."))).unwrap_or_default());
     for (arg, ran) in exec.iter_mut().zip(&native.command) {
@@ -426,24 +429,6 @@ fn native_command(
         *arg = rebased.into();
     }
     None
-}
-
-/// `path` with its `.` and `..` parts taken as written (`a/b/../c` is
-/// `a/c`), links left alone: an argument `../agent/ag.py` of a case in
-/// `cases/` was written `…/cases/../agent/ag.py`.
-fn lexical(path: &Path) -> std::path::PathBuf {
-    use std::path::Component;
-    let mut out = std::path::PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// The case's table `name` (`[model]`, `[limits]`), made when it has
@@ -528,6 +513,11 @@ fn script_user(user: &mut toml::Table, events: &[Event]) -> Result<()> {
     // answered, so its rule makes them (they were dropped, and the case's
     // state checks failed where the run passed).
     let mut calls: Vec<Value> = Vec::new();
+    // A rule takes `[user] latency_ms` when it says none.
+    let default_ms = user
+        .get("latency_ms")
+        .and_then(toml::Value::as_integer)
+        .unwrap_or(0);
     for e in events {
         let response = match e.typed() {
             Call::UserSay { response, .. } => response,
@@ -554,10 +544,8 @@ fn script_user(user: &mut toml::Table, events: &[Event]) -> Result<()> {
         let took = (response.user.as_ref())
             .and_then(|u| u.by.as_ref())
             .and_then(|by| by["model"]["virtual_latency_ms"].as_u64());
-        // (Said only where it differs from `[user] latency_ms`, which a
-        // rule takes when it says nothing.)
-        let default = user.get("latency_ms").and_then(toml::Value::as_integer);
-        if let Some(ms) = took.filter(|ms| i64::try_from(*ms).ok() != Some(default.unwrap_or(0))) {
+        // (Said only where it differs from that default.)
+        if let Some(ms) = took.filter(|ms| i64::try_from(*ms).ok() != Some(default_ms)) {
             rule["latency_ms"] = ms.into();
         }
         if let Some(reply) = response.reply {
