@@ -298,6 +298,17 @@ impl Project {
             )
         })
     }
+
+    /// Whether `path` is inside the project's folder (links resolved; a
+    /// path not there is not).
+    pub fn holds(&self, path: &Path) -> bool {
+        let dir = self
+            .file
+            .parent()
+            .and_then(|d| std::fs::canonicalize(d).ok());
+        dir.zip(std::fs::canonicalize(path).ok())
+            .is_some_and(|(dir, path)| path.starts_with(dir))
+    }
 }
 
 /// A `[model]`-like table's keys as the text its flag (`--model-set`)

@@ -105,11 +105,9 @@ fn exec_from_run(args: FromRunArgs) -> Result<ExitCode> {
     // it: a case written elsewhere did not load, unsaid.
     // The project's `worlds` when the case is written inside the project
     // (they find it there: the note said they would not).
-    let project_worlds = super::project_args::project().and_then(|p| {
-        let dir = std::fs::canonicalize(p.file.parent()?).ok()?;
-        let case = std::fs::canonicalize(&made.case).ok()?;
-        case.starts_with(&dir).then(|| p.worlds.clone()).flatten()
-    });
+    let project_worlds = super::project_args::project()
+        .filter(|p| p.holds(&made.case))
+        .and_then(|p| p.worlds.clone());
     let found = (project_worlds.or_else(|| worldline_case::case::find_worlds_root(&made.case)))
         .ok_or_else(|| "no `worlds/` folder is in its folder or above it".to_string())
         .and_then(|root| {

@@ -100,13 +100,10 @@ pub fn apply(
     // A `worlds` the file gave that is no folder is the file's mistake, at
     // its line (each case was told its world is not there).
     let runs = matches!(command.as_deref(), Some("run" | "test" | "fuzz"));
-    if let Some(e) = (loaded.as_ref()).and_then(|p| p.missing_worlds().filter(|_| runs)) {
-        let worlds_given = argv
-            .iter()
-            .any(|a| a.to_string_lossy().starts_with("--worlds"));
-        if !worlds_given {
-            return Err(e);
-        }
+    if let Some(e) = (loaded.as_ref()).and_then(|p| p.missing_worlds().filter(|_| runs))
+        && !flag_given(&argv, "worlds")
+    {
+        return Err(e);
     }
     let (argv, supplied) = match (&loaded, command) {
         (Some(p), Some(c)) => with_defaults(argv, p, &c),
@@ -142,13 +139,16 @@ fn find_command(argv: &[OsString], commands: &[String]) -> Option<String> {
     None
 }
 
+/// Whether the command line gives `--FLAG` (or `--FLAG=VALUE`).
+fn flag_given(argv: &[OsString], flag: &str) -> bool {
+    argv.iter().any(|a| {
+        let a = a.to_string_lossy();
+        a == format!("--{flag}") || a.starts_with(&format!("--{flag}="))
+    })
+}
+
 fn with_defaults(argv: Vec<OsString>, p: &Project, command: &str) -> (Vec<OsString>, Supplied) {
-    let given = |flag: &str| {
-        argv.iter().any(|a| {
-            let a = a.to_string_lossy();
-            a == format!("--{flag}") || a.starts_with(&format!("--{flag}="))
-        })
-    };
+    let given = |flag: &str| flag_given(&argv, flag);
     let takes = |flag: &str| {
         TAKES
             .iter()

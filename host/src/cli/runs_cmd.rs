@@ -86,13 +86,22 @@ fn time_arg(text: &str) -> Result<i64, String> {
     parse_time(text, now_s())
 }
 
+/// Whether `id` is a whole run id as a store makes them,
+/// `YYYYMMDD-HHMMSS-xxxxxxxx` (and a redacted copy's `-redacted` after it),
+/// not a prefix of one.
+fn whole_run_id(id: &str) -> bool {
+    worldline_store::store::is_run_id(id)
+        && worldline_store::index::row::created_of_id(id).is_some()
+        && id.len() >= "YYYYMMDD-HHMMSS-xxxxxxxx".len()
+}
+
 fn filter_of(args: &RunsArgs, store: &StoreDir) -> Result<Filter> {
     // A parent the store does not hold (a fork imported without it) is
     // still named by its forks: a whole run id is taken as it is.
     let parent = match &args.parent {
         Some(p) => match store.resolve_run(p) {
             Ok(path) => Some(run_id_of(&path)),
-            Err(_) if worldline_store::store::is_run_id(p) && p.len() >= 24 => Some(p.clone()),
+            Err(_) if whole_run_id(p) => Some(p.clone()),
             Err(e) => return Err(e.into()),
         },
         None => None,
