@@ -27,6 +27,20 @@ pub fn normal_file(path: &str) -> Result<String, String> {
     normal(path)
 }
 
+/// The world file (or prefix) `path` names under a run's rules: read by
+/// `normal` (`./a` is `a`) when `as_read`, the key as written under rules
+/// before it (decision 0423).
+pub fn key_under<'a>(
+    path: &'a str,
+    as_read: bool,
+    normal: fn(&str) -> Result<String, String>,
+) -> Result<std::borrow::Cow<'a, str>, String> {
+    match as_read {
+        true => normal(path).map(std::borrow::Cow::Owned),
+        false => Ok(std::borrow::Cow::Borrowed(path)),
+    }
+}
+
 /// A `files.paths` prefix as [`normal`] reads a path: `./runbooks/` is
 /// `runbooks/` and `./` (or `/`) is every file; a prefix that is not a
 /// whole folder (`run`) is kept as it is past its folders.
@@ -60,6 +74,8 @@ fn walk(path: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn a_path_ending_in_a_slash_names_no_file() {
         assert!(normal_file("dir/").is_err());
@@ -67,8 +83,6 @@ mod tests {
         assert_eq!(normal_file("./dir/a.md").unwrap(), "dir/a.md");
         assert_eq!(normal("dir/").unwrap(), "dir");
     }
-
-    use super::*;
 
     #[test]
     fn a_path_names_its_file_as_a_file_system_reads_it() {

@@ -531,18 +531,13 @@ impl RunState {
 }
 
 /// The world file (or prefix) `path` names under the run's rules: read by
-/// `normal` from rules 1 (`./a` is `a`), the key as written before
-/// (decision 0423).
+/// `normal` from rules 1 ([`file_path::key_under`]).
 fn file_key<'a>(
     s: &HostServices,
     path: &'a str,
     normal: fn(&str) -> Result<String, String>,
 ) -> Result<Cow<'a, str>, String> {
-    if s.rules >= rules::FILE_PATHS_AS_READ {
-        normal(path).map(Cow::Owned)
-    } else {
-        Ok(Cow::Borrowed(path))
-    }
+    file_path::key_under(path, s.rules >= rules::FILE_PATHS_AS_READ, normal)
 }
 
 /// How a file's path is read under the run's rules: a path that ends in

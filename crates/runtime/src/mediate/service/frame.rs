@@ -31,11 +31,9 @@ pub(super) struct Frame {
     /// per-call caps.
     read_bytes: u64,
     write_bytes: u64,
-    /// JSON from the service holding an integer no 64 bits hold is
-    /// refused (rules 2, `rules::SERVICE_INTEGERS_PAST_64_BITS`).
-    pub wide_refused: bool,
-    /// The run's rules, which say how a file's path is read and whether
-    /// an update may change a row's key (rules 6).
+    /// The run's rules: whether JSON holding an integer no 64 bits hold is
+    /// refused (rules 2), how a file's path is read and whether an update
+    /// may change a row's key (rules 6).
     pub(super) rules: u32,
 }
 
@@ -96,25 +94,29 @@ enum Undo {
 }
 
 impl Frame {
+    /// Whether JSON from the service holding an integer no 64 bits hold
+    /// is refused (rules 2, `rules::SERVICE_INTEGERS_PAST_64_BITS`).
+    pub(super) fn wide_refused(&self) -> bool {
+        self.rules >= rules::SERVICE_INTEGERS_PAST_64_BITS
+    }
+
     /// The world file (or prefix) `path` names under the run's rules:
-    /// read by `normal` from rules 6 (`./a` is `a`), as the world's own
-    /// file tools read it; the key as written before (decision 0423).
+    /// read by `normal` from rules 6, as the world's own file tools read
+    /// it ([`file_path::key_under`]).
     fn file_key(
         &self,
-        path: String,
+        path: &str,
         normal: fn(&str) -> Result<String, String>,
     ) -> Result<String, ToolError> {
-        if self.rules >= rules::SERVICE_FILE_PATHS_AS_READ {
-            normal(&path).map_err(|why| error(ErrorKind::InvalidArgs, why))
-        } else {
-            Ok(path)
-        }
+        let as_read = self.rules >= rules::SERVICE_FILE_PATHS_AS_READ;
+        (file_path::key_under(path, as_read, normal))
+            .map(std::borrow::Cow::into_owned)
+            .map_err(|why| error(ErrorKind::InvalidArgs, why))
     }
 
     pub(super) fn new(state: State, as_of: AsOf, run_rules: u32) -> Self {
         Frame {
             rules: run_rules,
-            wide_refused: run_rules >= rules::SERVICE_INTEGERS_PAST_64_BITS,
             state,
             as_of,
             writes: Vec::new(),
@@ -289,7 +291,7 @@ impl state::Host for ServiceData {
 
     fn query(&mut self, table: String, where_json: String) -> Answer<Vec<String>> {
         let f = &mut self.frame;
-        let filter = match object(&where_json, "the query's `where`", f.wide_refused) {
+        let filter = match object(&where_json, "the query's `where`", f.wide_refused()) {
             Ok(filter) => filter,
             Err(e) => return Ok(Err(e)),
         };
@@ -319,7 +321,7 @@ impl state::Host for ServiceData {
 
     fn insert(&mut self, table: String, row_json: String) -> Answer<String> {
         let f = &mut self.frame;
-        let mut row = match object(&row_json, "the new row", f.wide_refused) {
+        let mut row = match object(&row_json, "the new row", f.wide_refused()) {
             Ok(row) => row,
             Err(e) => return Ok(Err(e)),
         };
@@ -356,7 +358,7 @@ impl state::Host for ServiceData {
 
     fn update(&mut self, table: String, key: String, fields_json: String) -> Answer<String> {
         let f = &mut self.frame;
-        let fields = match object(&fields_json, "the fields to set", f.wide_refused) {
+        let fields = match object(&fields_json, "the fields to set", f.wide_refused()) {
             Ok(fields) => fields,
             Err(e) => return Ok(Err(e)),
         };
@@ -371,12 +373,12 @@ impl state::Host for ServiceData {
             Err(e) => return Ok(Err(e)),
         };
         // From rules 6 the key field stays the key the row is found by.
-        let key_field = f.table(&table).map(|t| t.key.clone());
         if f.rules >= rules::SERVICE_UPDATE_KEEPS_THE_KEY
-            && let Ok(k) = key_field
-            && let Some(v) = fields.get(&k)
+            && let Ok(t) = f.table(&table)
+            && let Some(v) = fields.get(&t.key)
             && canon::key_of(v) != key
         {
+            let k = &t.key;
             return Ok(Err(error(
                 ErrorKind::InvalidArgs,
                 format!(
@@ -407,7 +409,7 @@ impl state::Host for ServiceData {
     }
 
     fn read_file(&mut self, path: String) -> Answer<Vec<u8>> {
-        let path = match self.frame.file_key(path, file_path::normal_file) {
+        let path = match self.frame.file_key(&path, file_path::normal_file) {
             Ok(path) => path,
             Err(e) => return Ok(Err(e)),
         };
@@ -422,7 +424,7 @@ impl state::Host for ServiceData {
         if path.is_empty() {
             return Ok(Err(error(ErrorKind::InvalidArgs, "empty path")));
         }
-        let path = match self.frame.file_key(path, file_path::normal_file) {
+        let path = match self.frame.file_key(&path, file_path::normal_file) {
             Ok(path) => path,
             Err(e) => return Ok(Err(e)),
         };
@@ -440,7 +442,7 @@ impl state::Host for ServiceData {
     fn list_files(&mut self, prefix: String) -> wasmtime::Result<Vec<String>> {
         // A prefix that climbs above the world's files lists none of them
         // (this call answers no error).
-        let prefix = match self.frame.file_key(prefix, file_path::normal_prefix) {
+        let prefix = match self.frame.file_key(&prefix, file_path::normal_prefix) {
             Ok(prefix) => prefix,
             Err(_) => return Ok(Vec::new()),
         };

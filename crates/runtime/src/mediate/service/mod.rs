@@ -211,7 +211,7 @@ impl Runtime {
     ) -> (Result<(Value, Vec<Write>), ToolFailure>, Value) {
         let reads = std::mem::take(&mut frame.reads);
         let writes = std::mem::take(&mut frame.writes);
-        let wide_refused = frame.wide_refused;
+        let wide_refused = frame.wide_refused();
         let run_rules = frame.rules;
         *state = frame.restore();
         let name = &self.service.component;
