@@ -127,8 +127,7 @@ pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> R
     // `history` and the run's page do.
     let mut redactor = app.redactor()?;
     if let (Some(r), Some(held)) = (redactor.as_mut(), rec.held.as_mut()) {
-        let len = held.len() as u64;
-        r.whole(&rec.bundle.header, held, len, rec.bundle.footer.as_ref());
+        r.whole(&rec.bundle.header, held, rec.bundle.footer.as_ref());
     }
     let events = rec.events();
     let mut before = final_state(&rec.case.world.initial, &events[..n as usize]);

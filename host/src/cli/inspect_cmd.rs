@@ -180,8 +180,7 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
     let redacted = match redactor {
         Some(mut r) => {
             let held = rec.held.as_mut().expect("read held");
-            let len = held.len() as u64;
-            r.whole(&rec.bundle.header, held, len, rec.bundle.footer.as_ref());
+            r.whole(&rec.bundle.header, held, rec.bundle.footer.as_ref());
             // What this event hides is learnt first: the state after it
             // holds what it wrote (a `request.args` path's value showed
             // whole there). Then the state: a value a `state` path hides

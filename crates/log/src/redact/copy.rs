@@ -13,8 +13,7 @@ use crate::log::{Event, Recorder};
 /// 3339), when its case sets one.
 pub fn of(run_id: &str, b: &mut HeldBundle, clock: Option<String>, r: &mut Redactor) -> HeldBundle {
     let original_chain_hash = chain_of(b.footer.as_ref(), b.events.as_held());
-    let len = b.events.len() as u64;
-    r.whole(&b.header, &mut b.events, len, b.footer.as_ref());
+    r.whole(&b.header, &mut b.events, b.footer.as_ref());
     let held = &mut b.events;
     let events =
         (0..held.len() as u64).map(|seq| held.event(seq).expect("a held event").into_owned());

@@ -819,8 +819,7 @@ impl Redactor {
     /// every event put back whole and redacted one at a time (then held
     /// compact again), and the footer.
     pub fn held(&mut self, b: &mut HeldBundle) {
-        let len = b.events.len() as u64;
-        self.whole(&b.header, &mut b.events, len, b.footer.as_ref());
+        self.whole(&b.header, &mut b.events, b.footer.as_ref());
         self.header(&mut b.header);
         let mut events = std::mem::take(&mut b.events);
         for seq in 0..events.len() as u64 {
@@ -869,8 +868,8 @@ impl Redactor {
         });
     }
 
-    /// Learn what a whole run hides (its header, its first `len` events
-    /// and its footer), showing nothing: a view of a whole run
+    /// Learn what a whole run hides (its header, its events and its
+    /// footer), showing nothing: a view of a whole run
     /// (`history`, the UI's run page, a redacted copy) hides a value
     /// wherever it quotes it, before the event that showed it to be
     /// hidden too. A list's answer quoted a title in clear a few events
@@ -879,9 +878,9 @@ impl Redactor {
         &mut self,
         header: &Header,
         events: &mut crate::log::Held,
-        len: u64,
         footer: Option<&Footer>,
     ) {
+        let len = events.len() as u64;
         self.before(header, events, len);
         if let Some(f) = footer {
             self.learn_only(|r| r.footer(&mut f.clone()));
