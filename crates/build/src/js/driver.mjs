@@ -350,11 +350,9 @@ appendFileSync(bundle, lineTable(`${bundle}.map`));
 // parsing the bundle of a large SDK (decision 0315).
 function lineTable(mapPath) {
   const map = JSON.parse(readFileSync(mapPath, "utf8"));
-  const sources = map.sources.map((s) => {
-    const full = resolve(dirname(mapPath), s);
-    return full.startsWith(cfg.sdk) ? `worldline/${relative(cfg.sdk, full)}` : relative(cfg.agentDir, full);
-  });
-  sourcePaths = map.sources.map((s) => relative(cfg.agentDir, resolve(dirname(mapPath), s)));
+  const full = map.sources.map((s) => resolve(dirname(mapPath), s));
+  sourcePaths = full.map((f) => relative(cfg.agentDir, f));
+  const sources = full.map((f, i) => (f.startsWith(cfg.sdk) ? `worldline/${relative(cfg.sdk, f)}` : sourcePaths[i]));
   const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   const decode = (text) => {
     const out = [];
