@@ -1212,3 +1212,47 @@ fn a_service_past_its_memory_names_the_world_s_limit() {
     assert!(failed.contains("[service] memory_mb"), "{failed}");
     assert!(!failed.contains("limits.memory_mb"), "{failed}");
 }
+
+/// A world service's compiled code damaged in the compile cache is said to
+/// be compiled again as the world service it is (the warning said "the
+/// agent", which sent the user to an agent that was intact).
+#[test]
+fn a_damaged_cache_entry_of_a_world_service_is_named_as_one() {
+    use sha2::{Digest as _, Sha256};
+    let dir = temp_dir();
+    let worlds = payments(dir.path());
+    let service = worlds.join("payments/v1/service.wasm");
+    let sha = format!("{:x}", Sha256::digest(std::fs::read(&service).unwrap()));
+    let case = workspace_root().join("cases/payments/cancel-march-rent.toml");
+    let run = || {
+        common::worldline_with(
+            dir.path(),
+            [
+                OsStr::new("run"),
+                case.as_os_str(),
+                OsStr::new("--agent"),
+                guest("careful-agent").as_os_str(),
+                OsStr::new("--worlds"),
+                worlds.as_os_str(),
+            ],
+            &[common::OWN_COMPILE_CACHE],
+        )
+    };
+    run().expect_code(0);
+    let entry = common::files_with_suffix(&dir.path().join("cache"), ".cwasm")
+        .into_iter()
+        .find(|p| p.file_name().unwrap().to_string_lossy() == format!("{sha}.cwasm"))
+        .expect("the service's compiled code is cached");
+    let mut damaged = std::fs::read(&entry).unwrap();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0x40;
+    std::fs::write(&entry, &damaged).unwrap();
+    let again = run();
+    again.expect_code(0);
+    assert!(
+        again.stderr.contains(
+            "is damaged (its checksum does not match); compiling the world service again"
+        ),
+        "{again}"
+    );
+}

@@ -148,9 +148,10 @@ impl CompileCache {
 
     /// The entry for `sha256` when it is there and intact. A damaged entry
     /// (its bytes do not match its checksum) is removed with a warning on
-    /// stderr; an entry without a checksum (written by an older worldline,
-    /// or cut off before its checksum) is removed silently.
-    pub(super) fn verified(&self, sha256: &str) -> Option<PathBuf> {
+    /// stderr, naming `what` it compiles again (an agent, a world service);
+    /// an entry without a checksum (written by an older worldline, or cut
+    /// off before its checksum) is removed silently.
+    pub(super) fn verified(&self, sha256: &str, what: &str) -> Option<PathBuf> {
         let path = self.entry(sha256);
         let meta = std::fs::metadata(&path).ok()?;
         let Some(check) = self.read_check(sha256) else {
@@ -165,7 +166,7 @@ impl CompileCache {
             .is_some_and(|bytes| self.sum(sha256, &bytes) == check.sum);
         if !intact {
             ::log::warn!(
-                "the compiled code cached in {} is damaged (its checksum does not match); compiling the agent again",
+                "the compiled code cached in {} is damaged (its checksum does not match); compiling the {what} again",
                 path.display()
             );
             self.remove(sha256);
@@ -230,11 +231,11 @@ mod tests {
         let c = cache(dir.path());
         let compiled: Vec<u8> = (0..4096u32).map(|i| (i * 7) as u8).collect();
         c.store(SHA, &compiled, "agent");
-        assert_eq!(c.verified(SHA), Some(c.entry(SHA)));
+        assert_eq!(c.verified(SHA, "agent"), Some(c.entry(SHA)));
         let mut damaged = compiled.clone();
         damaged[1000] ^= 0x40;
         std::fs::write(c.entry(SHA), &damaged).unwrap();
-        assert_eq!(c.verified(SHA), None);
+        assert_eq!(c.verified(SHA, "agent"), None);
         assert!(!c.entry(SHA).exists(), "the damaged entry is removed");
     }
 
@@ -273,6 +274,6 @@ mod tests {
         let c = cache(dir.path());
         std::fs::create_dir_all(c.entry(SHA).parent().unwrap()).unwrap();
         std::fs::write(c.entry(SHA), b"compiled by an older worldline").unwrap();
-        assert_eq!(c.verified(SHA), None);
+        assert_eq!(c.verified(SHA, "agent"), None);
     }
 }

@@ -250,7 +250,7 @@ impl Sandbox {
         if let Some(agent) = self.loaded.lock().expect("agent cache lock").get(sha256) {
             return Ok(Some(agent.clone()));
         }
-        match self.deserialize_cached(sha256) {
+        match self.deserialize_cached(sha256, Built::Agent) {
             Some(component) => Ok(Some(self.prepare(
                 &component,
                 sha256.to_string(),
@@ -266,7 +266,7 @@ impl Sandbox {
     pub fn cached(&self, sha256: &str) -> bool {
         self.cache
             .as_ref()
-            .is_some_and(|c| c.verified(sha256).is_some())
+            .is_some_and(|c| c.verified(sha256, Built::Agent.noun()).is_some())
     }
 
     /// Pre-instantiate a compiled component; when the linker refuses it,
@@ -299,8 +299,8 @@ impl Sandbox {
 
     /// The compiled component from the cache, if it is there, intact and
     /// loads.
-    fn deserialize_cached(&self, sha256: &str) -> Option<Component> {
-        let path = self.cache.as_ref()?.verified(sha256)?;
+    fn deserialize_cached(&self, sha256: &str, kind: Built) -> Option<Component> {
+        let path = self.cache.as_ref()?.verified(sha256, kind.noun())?;
         // SAFETY: the file was written by `Component::serialize` of an
         // engine with the same settings (the folder is keyed by the engine
         // hash), lives in the user's own store, and matches the keyed
@@ -313,7 +313,7 @@ impl Sandbox {
     /// Compile `bytes` (a `kind`: what the cache's warning names), or take
     /// them from the cache.
     fn compile(&self, bytes: &[u8], sha256: &str, origin: &Path, kind: Built) -> Result<Component> {
-        if let Some(component) = self.deserialize_cached(sha256) {
+        if let Some(component) = self.deserialize_cached(sha256, kind) {
             return Ok(component);
         }
         let _progress = self
@@ -324,7 +324,7 @@ impl Sandbox {
         // it and load what it kept (`cache.rs`). Held until the entry is kept.
         let held = self.cache.as_ref().and_then(|c| c.compiling(sha256));
         if held.is_some()
-            && let Some(component) = self.deserialize_cached(sha256)
+            && let Some(component) = self.deserialize_cached(sha256, kind)
         {
             return Ok(component);
         }
@@ -333,11 +333,7 @@ impl Sandbox {
         })?;
         if let Some(cache) = &self.cache {
             let serialized = component.serialize().map_err(|e| anyhow::anyhow!("{e}"))?;
-            let what = match kind {
-                Built::Agent => "agent",
-                Built::Service => "world service",
-            };
-            cache.store(sha256, &serialized, what);
+            cache.store(sha256, &serialized, kind.noun());
         }
         Ok(component)
     }
@@ -353,6 +349,16 @@ pub fn wasmtime_version() -> &'static str {
 pub enum Built {
     Agent,
     Service,
+}
+
+impl Built {
+    /// What the compile cache's warnings call a component of this kind.
+    fn noun(self) -> &'static str {
+        match self {
+            Built::Agent => "agent",
+            Built::Service => "world service",
+        }
+    }
 }
 
 /// Refuse files that are not WebAssembly components before compiling them,
