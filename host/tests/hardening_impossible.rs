@@ -555,6 +555,19 @@ fn user_turn_faults_in_a_case_without_a_user_are_refused() {
     out.expect_code(0);
 }
 
+/// The same faults given as a faults file's `[user]` to `fuzz --faults`
+/// of a case with no `[user]` are refused at their line: they were taken,
+/// never struck, and the campaign reported its pass rate under them.
+#[test]
+fn a_faults_file_s_user_faults_for_a_case_without_a_user_are_refused() {
+    let dir = temp_dir();
+    fuzz_refused(
+        dir.path(),
+        "[user]\nsilent = 0.5\nreply = { p = 0.5, with = [\"No.\"] }\n",
+        "faults.toml:1:1: faults file [user] silent, reply: the case has no [user], so no simulated user answers the agent",
+    );
+}
+
 /// Ten-year latencies, each allowed, add up past the virtual clock's end
 /// (`u64::MAX` ns, ~584 years after the case's clock): from rules 5 the
 /// run ends `trapped` after the call whose latency passes it (the 59th),

@@ -357,7 +357,7 @@ fn durations_past_ten_years_are_refused() {
         "[[tools]]\ntool = \"get_ticket\"\nlatency_ms = { p = 0.5, ms = [1, 18446744073709] }\n",
     )
     .unwrap();
-    let e = case::fuzz::load_file(&faults, demo())
+    let e = case::fuzz::load_file(&faults, demo(), true)
         .unwrap_err()
         .to_string();
     assert!(e.contains("faults.toml:1:1: faults file: `get_ticket`: the high end of latency_ms.ms = 18446744073709 is longer than ten years"), "{e}");

@@ -158,7 +158,7 @@ proptest! {
         let path = dir.path().join("faults.toml");
         let bytes = mutate(PROFILE.as_bytes(), &ops);
         std::fs::write(&path, &bytes).unwrap();
-        if let Err(e) = case::fuzz::load_file(&path, demo()) {
+        if let Err(e) = case::fuzz::load_file(&path, demo(), true) {
             check_error(&e, &path, &bytes)?;
         }
     }

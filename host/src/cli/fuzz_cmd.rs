@@ -221,7 +221,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
 fn profile(args: &FuzzArgs, case: &case::Case) -> Result<(fuzz::Profile, String)> {
     Ok(match &args.faults {
         Some(path) => (
-            fuzz::load_file(path, &case.world)?,
+            fuzz::load_file(path, &case.world, case.user.is_some())?,
             path.display().to_string(),
         ),
         None => match &case.fuzz {
@@ -290,6 +290,13 @@ fn run(
         &|e, elapsed| {
             let mut shown = shown.lock().expect("reporters lock");
             let (progress, lines) = &mut *shown;
+            if let CampaignEvent::Interrupted { signal } = e {
+                bar.suspend(|| {
+                    eprintln!(
+                        "{signal}: starting no more runs; the report follows once the runs under way end (again to end at once)"
+                    )
+                });
+            }
             if let Some(message) = progress.campaign(e, elapsed) {
                 bar.inc(1);
                 if !bar.is_hidden() {

@@ -65,7 +65,11 @@ pub fn exec(args: McpArgs) -> Result<ExitCode> {
                 "the case has no [fuzz] fault profile for --faults case",
             )
         })?),
-        Some(path) => Some(worldline_case::case::fuzz::load_file(path, &case.world)?),
+        Some(path) => Some(worldline_case::case::fuzz::load_file(
+            path,
+            &case.world,
+            case.user.is_some(),
+        )?),
     };
     let store = StoreDir::open(&args.common.store)?;
     let sandbox =

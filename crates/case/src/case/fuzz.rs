@@ -339,6 +339,7 @@ pub fn user_faults_without_user(
     path: &Path,
     source: &str,
     doc: &ProfileToml,
+    table: &str,
 ) -> Option<InputError> {
     let u = doc.user.as_ref()?;
     let faults = u.get_ref().of_the_user();
@@ -348,7 +349,7 @@ pub fn user_faults_without_user(
             source,
             u.span().start,
             format!(
-                "[fuzz.user] {}: the case has no [user], so no simulated user answers the agent or calls its tools for them to strike; add a [user], or leave them out",
+                "{table} {}: the case has no [user], so no simulated user answers the agent or calls its tools for them to strike; add a [user], or leave them out",
                 faults.join(", ")
             ),
         )
@@ -602,7 +603,7 @@ fn check_tool(t: &ToolFaults, world: Option<&World>) -> Result<(), String> {
 
 /// Load a faults file (`--faults FILE`): the body of a `[fuzz]` table,
 /// checked against `world`.
-pub fn load_file(path: &Path, world: &World) -> Result<Profile, InputError> {
+pub fn load_file(path: &Path, world: &World, case_has_user: bool) -> Result<Profile, InputError> {
     let bytes = crate::bounded::read(path, crate::bounded::DOCUMENT)
         .map_err(|e| InputError::new(path, format!("cannot read the faults file: {e}")))?;
     let source = InputError::utf8(path, bytes)?;
@@ -617,6 +618,13 @@ pub fn load_file(path: &Path, world: &World) -> Result<Profile, InputError> {
             false => InputError::toml(path, &source, &e),
         }
     })?;
+    // Its `[user]` faults would never strike a case without a user (the
+    // campaign reported its pass rate as if they had).
+    if !case_has_user
+        && let Some(e) = user_faults_without_user(path, &source, &doc, "faults file [user]")
+    {
+        return Err(e);
+    }
     check(path, &source, (&doc, None), Some(world), "faults file")
         .map_err(|mut all| all.swap_remove(0))
 }

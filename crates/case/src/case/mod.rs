@@ -649,7 +649,12 @@ pub fn parse_all(
         .transpose();
     // A profile of no mistake of its own, in a case with no user.
     if let (Some(f), Ok(_), None) = (&doc.fuzz, &fuzz, &doc.user) {
-        problems.extend(fuzz::user_faults_without_user(path, &text, f.get_ref()));
+        problems.extend(fuzz::user_faults_without_user(
+            path,
+            &text,
+            f.get_ref(),
+            "[fuzz.user]",
+        ));
     }
     let (clock_ns, permissions, limits, inject, fuzz) =
         match (clock_ns, permissions, limits, inject, fuzz) {
