@@ -746,6 +746,16 @@ fn a_signal_to_a_native_run_reports_it_then_ends_the_command() {
     assert_eq!(report["run_status"], "trapped", "{out}");
     let id = report["run_id"].as_str().unwrap();
     assert!(common::bundle_in(&store, id).exists(), "{out}");
+    // `repro` refuses it: the signal's outcome is no agent's (it reported
+    // "reproduced 0/2", read as a flaky agent).
+    let repro = worldline(&store, ["repro", id, "--times", "2"]);
+    repro.expect_code(2);
+    assert!(
+        repro
+            .stderr
+            .contains("the run was stopped before it ended (`trapped`: a signal"),
+        "{repro}"
+    );
     // So do `resume` and `fork` of it, which run its command again (they
     // ended with nothing said, though each run was recorded).
     for command in [vec!["resume", id], vec!["fork", id, "--at", "0"]] {

@@ -63,6 +63,18 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
         )
         .into());
     };
+    // Stopped by a signal (Ctrl-C, `kill`): its outcome is the signal's,
+    // which no run again repeats (it read as a flaky agent, 0 of N).
+    if !footer.replayable && footer.status != worldline_log::log::Status::Timeout {
+        return Err(InputError::new(
+            &rec.path,
+            format!(
+                "the run was stopped before it ended (`{}`: a signal, or the command ending it), so its outcome is not the agent's to reproduce; run the case again with `worldline run`",
+                footer.status.as_str()
+            ),
+        )
+        .into());
+    }
     refuse_edited_fork(&rec)?;
     let want = signature::of_footer(footer);
     // A native run repeats its recorded command.
