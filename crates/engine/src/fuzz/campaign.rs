@@ -237,6 +237,18 @@ impl Campaign<'_> {
             jobs: self.jobs,
         });
         let tally = Mutex::new(Tally::new(self.repeat));
+        // The first signal is said as soon as a lane sees it (the campaign
+        // said nothing until its report), once.
+        let said = std::sync::atomic::AtomicBool::new(false);
+        let halted = || match crate::native::signals::interrupted() {
+            Some(signal) => {
+                if !said.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    sink(CampaignEvent::Interrupted { signal });
+                }
+                true
+            }
+            None => false,
+        };
         let remote: usize = workers.iter().map(|w| w.jobs()).sum();
         let workers = workers
             .into_iter()
@@ -257,11 +269,10 @@ impl Campaign<'_> {
                 sink(CampaignEvent::RunFinished(&t));
                 tally.lock().expect("tally lock").add(t);
             },
-            &|| crate::native::signals::interrupted().is_some(),
+            &|| halted(),
         )?;
-        if let Some(signal) = crate::native::signals::interrupted() {
-            sink(CampaignEvent::Interrupted { signal });
-        }
+        // A signal that came as the last runs ended, after any lane asked.
+        halted();
         let tally = tally.into_inner().expect("tally lock");
         sink(CampaignEvent::Finished(&tally));
         Ok(tally)
