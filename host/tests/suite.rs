@@ -111,6 +111,36 @@ fn filters_tags_list_and_limit_select_cases() {
     );
 }
 
+/// A last-session record that cannot be written (here a folder in its
+/// place; a full disk does the same) is a warning after the suite: the
+/// report and JUnit still come (the suite said only that error, exit 4).
+#[test]
+fn a_last_session_record_not_written_keeps_the_report_and_junit() {
+    let dir = temp_dir();
+    let cases = suite(dir.path());
+    let store = dir.path().join("store");
+    test_cmd(&store, &cases, &[]).expect_code(1);
+    let last = store.join("last-test.json");
+    std::fs::remove_file(&last).unwrap();
+    std::fs::create_dir(&last).unwrap();
+    let junit = dir.path().join("junit.xml");
+    let out = test_cmd(
+        &store,
+        &cases,
+        &["--json", "--junit", junit.to_str().unwrap()],
+    );
+    out.expect_code(1);
+    assert_eq!(names(out.json()), ["a", "b", "c", "d"]);
+    assert!(junit.is_file(), "{out}");
+    assert!(
+        out.stderr.contains("last-test.json")
+            && out
+                .stderr
+                .contains("`--rerun-failed` will not find this session's failures"),
+        "{out}"
+    );
+}
+
 #[test]
 fn text_lines_name_run_ids_and_rerun_failed_runs_only_the_failures() {
     let dir = temp_dir();

@@ -19,7 +19,8 @@ pub struct Tested {
 
 /// Run `suite`: its cases are kept in the store first; each step goes to
 /// `sink`, whose first error (writing the file `sink_file`) fails the
-/// session before the last session's failures are recorded.
+/// session before the last session's failures are recorded (a record that
+/// cannot be written is a warning).
 pub fn test(
     suite: &Suite,
     sink_file: Option<&std::path::Path>,
@@ -31,7 +32,14 @@ pub fn test(
     let run = suite.run(&|e| error.keep(sink(&e)))?;
     error.into_result(sink_file)?;
     let token_warnings = token_warnings(suite.cases, &run);
-    last::record(suite.store, &run)?;
+    // The suite ran and its runs are kept: a record that cannot be
+    // written loses `--rerun-failed`'s list, not the report and JUnit
+    // (the command ended with that error alone, exit 4).
+    if let Err(e) = last::record(suite.store, &run) {
+        ::log::warn!(
+            "{e:#}; the report follows, but `--rerun-failed` will not find this session's failures"
+        );
+    }
     Ok(Tested {
         run,
         token_warnings,

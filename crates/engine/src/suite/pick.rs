@@ -76,15 +76,23 @@ pub fn pick<T: Send>(
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let reads = worldline_case::parallel::par_map(paths.len(), cores, |i| Ok(read(&paths[i])))
         .map_err(|e| InputError::new("cases", format!("{e:#}")))?;
+    let mut loaded = Vec::new();
     for (index, (path, read)) in paths.into_iter().zip(reads).enumerate() {
-        let name = worldline_case::case::discover::display_name(&path);
-        let (read, world, tags) = match read {
-            Ok(read) => read,
-            Err(e) => {
-                broken.push(of_case(&path, e));
-                continue;
-            }
-        };
+        match read {
+            Ok(read) => loaded.push((index, path, read)),
+            Err(e) => broken.push(of_case(&path, e)),
+        }
+    }
+    // Named as every report names them, told apart among all the cases
+    // that load, before anything narrows them: `-k name:b/x` matched only
+    // the name `x` both `a/x` and `b/x` had before, and a filter that
+    // left one of them named it `x`.
+    let names = distinct_names(loaded.iter().map(|(_, path, _)| path.as_path()));
+    // A hash shard is picked by the name a case has before names are
+    // told apart: a case added beside one of the same name renames it
+    // (`t` becomes `x/t`), which moved it to another shard.
+    let mut hashed: Vec<String> = Vec::new();
+    for ((index, path, (read, world, tags)), name) in loaded.into_iter().zip(names) {
         if selection
             .failed
             .as_ref()
@@ -93,6 +101,7 @@ pub fn pick<T: Send>(
             continue;
         }
         let seen_case = Seen {
+            short: worldline_case::case::discover::display_name(&path),
             name,
             path: filter_path(&path, cwd.as_deref()),
             given: path.display().to_string(),
@@ -107,6 +116,7 @@ pub fn pick<T: Send>(
             seen.push(seen_case);
             continue;
         }
+        hashed.push(seen_case.short);
         entries.push(Picked {
             index,
             name: seen_case.name,
@@ -116,14 +126,9 @@ pub fn pick<T: Send>(
             read,
         });
     }
-    // A hash shard is picked by the name a case has before names are
-    // told apart: a case added beside one of the same name renames it
-    // (`t` becomes `x/t`), which moved it to another shard.
-    let hashed: Vec<String> = entries.iter().map(|e| e.name.clone()).collect();
-    distinct_names(&mut entries);
     if let (Some((text, f)), true, false) = (&selection.filter, entries.is_empty(), seen.is_empty())
     {
-        return Err(nothing_selected(text, f, &seen));
+        return Err(nothing_selected(text, f, &seen, selection.failed.is_some()));
     }
     let sharded = selection.partition.map(|p| {
         let all = entries.iter().map(|e| (e.index, e.name.clone())).collect();
@@ -148,18 +153,24 @@ pub fn pick<T: Send>(
     })
 }
 
-/// Cases of one name (`a/x.toml` and `b/x.toml` outside a `cases`
+/// The name of each case file of `paths`, in order: its file's stem
+/// ([`display_name`](worldline_case::case::discover::display_name)), and
+/// for cases of one name (`a/x.toml` and `b/x.toml` outside a `cases`
 /// folder were both `x`: reports, JUnit and a CI dashboard told them
-/// apart by nothing) named by as many of their last path parts as tell
-/// them apart: `a/x` and `b/x`.
-fn distinct_names<T>(entries: &mut [Picked<T>]) {
+/// apart by nothing) as many of their last path parts as tell them apart:
+/// `a/x` and `b/x`.
+fn distinct_names<'p>(paths: impl Iterator<Item = &'p Path>) -> Vec<String> {
+    let paths: Vec<&Path> = paths.collect();
+    let mut names: Vec<String> = (paths.iter())
+        .map(|p| worldline_case::case::discover::display_name(p))
+        .collect();
     let mut by_name: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (i, e) in entries.iter().enumerate() {
-        by_name.entry(e.name.clone()).or_default().push(i);
+    for (i, name) in names.iter().enumerate() {
+        by_name.entry(name.clone()).or_default().push(i);
     }
     for same in by_name.into_values().filter(|s| s.len() > 1) {
         let parts = |i: usize| -> Vec<String> {
-            let stem = entries[i].path.with_extension("");
+            let stem = paths[i].with_extension("");
             stem.components()
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect()
@@ -169,14 +180,15 @@ fn distinct_names<T>(entries: &mut [Picked<T>]) {
         let last = |p: &Vec<String>, k: usize| p[p.len().saturating_sub(k)..].join("/");
         let k = (2..=longest)
             .find(|&k| {
-                let names: BTreeSet<String> = all.iter().map(|p| last(p, k)).collect();
-                names.len() == all.len()
+                let told: BTreeSet<String> = all.iter().map(|p| last(p, k)).collect();
+                told.len() == all.len()
             })
             .unwrap_or(longest);
         for (&i, p) in same.iter().zip(&all) {
-            entries[i].name = last(p, k);
+            names[i] = last(p, k);
         }
     }
+    names
 }
 
 /// A case file's collection error, named by the case: one of a file it
@@ -206,7 +218,10 @@ fn filter_path(path: &Path, cwd: Option<&Path>) -> String {
 
 /// A case the filter did not select.
 struct Seen {
+    /// As reports name it (told apart from cases of its stem).
     name: String,
+    /// Its file's stem, which `-k` also matches.
+    short: String,
     path: String,
     given: String,
     world: String,
@@ -217,6 +232,7 @@ impl Seen {
     fn candidate(&self) -> Candidate<'_> {
         Candidate {
             name: &self.name,
+            short: &self.short,
             path: &self.path,
             given: &self.given,
             world: &self.world,
@@ -225,9 +241,10 @@ impl Seen {
     }
 }
 
-/// `-k` that selects none of the cases: a usage error (exit 2, as a typo
-/// should not pass as `0 passed`) naming what the filter may have meant.
-fn nothing_selected(text: &str, filter: &Filter, seen: &[Seen]) -> InputError {
+/// `-k` that selects none of the cases (`rerun`: of those `--rerun-failed`
+/// left): a usage error (exit 2, as a typo should not pass as `0 passed`)
+/// naming what the filter may have meant.
+fn nothing_selected(text: &str, filter: &Filter, seen: &[Seen], rerun: bool) -> InputError {
     let candidates: Vec<Candidate> = seen.iter().map(Seen::candidate).collect();
     let near = filter.near(&candidates, 5);
     let hint = match near.is_empty() {
@@ -240,10 +257,15 @@ fn nothing_selected(text: &str, filter: &Filter, seen: &[Seen]) -> InputError {
             )
         }
     };
+    // The count was the failures', said as the suite's.
+    let of = match rerun {
+        true => " the last session did not pass (`--rerun-failed`)",
+        false => "",
+    };
     InputError::new(
         "--filter",
         format!(
-            "`{text}` selects none of the {} case(s); {hint}",
+            "`{text}` selects none of the {} case(s){of}; {hint}",
             seen.len()
         ),
     )
@@ -345,6 +367,25 @@ mod tests {
     }
 
     #[test]
+    fn a_filter_selecting_none_of_the_failures_says_so() {
+        let selection = Selection {
+            filter: Some(filter("tag:odd").unwrap()),
+            failed: Some(paths(&["b"]).into_iter().collect()),
+            ..Selection::default()
+        };
+        let Err(e) = pick(paths(&["a", "b", "c"]), &selection, read) else {
+            panic!("a filter selecting none is an error");
+        };
+        let text = e.to_string();
+        assert!(
+            text.contains(
+                "selects none of the 1 case(s) the last session did not pass (`--rerun-failed`)"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn rerun_failed_keeps_only_the_failures() {
         let selection = Selection {
             failed: Some(paths(&["b"]).into_iter().collect()),
@@ -396,6 +437,32 @@ mod tests {
                 (3, "q/c/d/y"),
                 (4, "z")
             ]
+        );
+    }
+
+    /// `-k` matches the names reports give cases of one name (`name:b/x`
+    /// selected none of `a/x` and `b/x`, matched as `x`), and a filter
+    /// that leaves one of them keeps its told-apart name (it was `x`);
+    /// `name:x` still selects both.
+    #[test]
+    fn a_filter_matches_the_told_apart_names() {
+        let paths = ["/p/a/x", "/p/b/x", "/p/z"].map(|p| PathBuf::from(format!("{p}.toml")));
+        let picked = |k: &str| {
+            let selection = Selection {
+                filter: Some(filter(k).unwrap()),
+                ..Selection::default()
+            };
+            let s = pick(paths.to_vec(), &selection, read).unwrap();
+            names(&s)
+                .into_iter()
+                .map(|(i, n)| (i, n.to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(picked("name:b/x"), [(1, "b/x".to_string())]);
+        assert_eq!(picked("b/x"), [(1, "b/x".to_string())]);
+        assert_eq!(
+            picked("name:x"),
+            [(0, "a/x".to_string()), (1, "b/x".to_string())]
         );
     }
 }

@@ -38,7 +38,10 @@ pub struct Filter(Expr);
 
 /// What a filter sees of a case.
 pub struct Candidate<'a> {
+    /// Its name in reports (`b/x` where another case is also `x`).
     pub name: &'a str,
+    /// Its file's stem (`x`): `-k name:x` still selects both.
+    pub short: &'a str,
     /// Its file's path relative to the working folder when inside it.
     pub path: &'a str,
     /// Its file's path as it was found (absolute, from the project file).
@@ -88,7 +91,7 @@ impl Expr {
     fn matches(&self, c: &Candidate) -> bool {
         match self {
             Expr::Word(w) => c.name.contains(w.as_str()),
-            Expr::Term(Field::Name, g) => glob_match(g, c.name),
+            Expr::Term(Field::Name, g) => glob_match(g, c.name) || glob_match(g, c.short),
             Expr::Term(Field::Path, g) => glob_match(g, c.path) || glob_match(g, c.given),
             Expr::Term(Field::World, g) => glob_match(g, c.world),
             Expr::Term(Field::Tag, g) => c.tags.iter().any(|t| glob_match(g, t)),
@@ -357,6 +360,7 @@ mod tests {
     fn case<'a>(name: &'a str, tags: &'a [String]) -> Candidate<'a> {
         Candidate {
             name,
+            short: name.rsplit('/').next().unwrap_or(name),
             path: "cases/incident/x.toml",
             given: "/p/cases/incident/x.toml",
             world: "incident@v4",
