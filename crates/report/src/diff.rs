@@ -105,6 +105,21 @@ pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()>
                 writeln!(out, "  a at: {}", when(x))?;
                 writeln!(out, "  b at: {}", when(y))?;
             }
+            // Or in a request or an answer the lines do not show (a model
+            // request's `temperature`): two equal lines were all it said.
+            if let (Some(x), Some(y)) = (ea.get(i), eb.get(i))
+                && line(Some(x)) == line(Some(y))
+            {
+                for (what, a, b) in [
+                    ("request", &x.request, &y.request),
+                    ("response", &x.response, &y.response),
+                ] {
+                    for d in worldline_engine::replay::json_diff(a, b) {
+                        let d = worldline_case::shown::one_line(&d);
+                        writeln!(out, "  {what} {}", super::timeline::cut_text(&d, cut))?;
+                    }
+                }
+            }
         }
     }
     if c.state.is_empty() {

@@ -826,6 +826,41 @@ fn diff_json_gives_each_side_of_the_first_divergence() {
     .unwrap()));
 }
 
+/// Two runs whose first difference is a request field no line shows (a
+/// model request's `temperature`): `diff` says where they differ (it
+/// printed two equal lines and nothing else).
+#[test]
+fn diff_names_the_request_field_two_equal_lines_differ_in() {
+    let a = forked_bundle().events;
+    let mut b = a.clone();
+    b[1].request["temperature"] = serde_json::json!(1.0);
+    let state = worldline_engine::grade::diff::diff(&deploys(), &deploys());
+    let c = super::diff::Compared {
+        a: super::diff::Side {
+            run: "a",
+            events: &a,
+            output: None,
+        },
+        b: super::diff::Side {
+            run: "b",
+            events: &b,
+            output: None,
+        },
+        first: super::timeline::first_difference(&a, &b),
+        state: &state,
+        redacted_view: false,
+    };
+    let written = text(|out| super::diff::write(out, &c, super::timeline::Cut::Standard));
+    assert!(
+        written.contains("first difference at event 1:"),
+        "{written}"
+    );
+    assert!(
+        written.contains("  request $.temperature: null → 1.0"),
+        "{written}"
+    );
+}
+
 /// A probe of `validate` that ran and passed or not.
 fn probe(agent: &'static str, passed: bool) -> worldline_engine::validate::Probe {
     worldline_engine::validate::Probe {

@@ -69,6 +69,15 @@ fn cut(v: &Value, max: usize) -> String {
         Value::String(s) => s.clone(),
         other => canon::to_string(other),
     };
+    cut_at(text, max)
+}
+
+/// A line of text cut as `how` cuts a line of about 120 characters.
+pub(crate) fn cut_text(text: &str, how: Cut) -> String {
+    cut_at(text.to_string(), how.limit(120))
+}
+
+fn cut_at(text: String, max: usize) -> String {
     if text.chars().count() > max {
         format!("{}…", text.chars().take(max).collect::<String>())
     } else {
