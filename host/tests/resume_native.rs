@@ -120,6 +120,41 @@ fn a_resume_whose_agent_departs_is_the_input_s_mistake_and_keeps_no_run() {
     assert_eq!(resumed.json()["run_status"], "completed", "{resumed}");
 }
 
+/// A native agent that now fails before its first call (an SDK it can no
+/// longer import, a missing setting): `replay` and `fork` say how its
+/// process ended (they said `missing` with `actual: null`, and the fork
+/// that it had stopped, so a broken environment read as drift).
+#[test]
+fn a_native_agent_that_now_fails_early_is_said_to_have_ended_so() {
+    let dir = temp_dir();
+    let case = case(dir.path(), false, "");
+    let ran = wl(dir.path(), &["run", case.to_str().unwrap(), "--json"]);
+    assert_eq!(ran.json()["run_status"], "completed", "{ran}");
+    let id = ran.json()["run_id"].as_str().unwrap().to_string();
+    let agent = dir.path().join("agent.py");
+    let source = std::fs::read_to_string(&agent).unwrap();
+    std::fs::write(
+        &agent,
+        format!("raise SystemExit(\"agent broke: config missing\")\n{source}"),
+    )
+    .unwrap();
+    let replay = wl(dir.path(), &["replay", id.as_str(), "--json"]);
+    replay.expect_code(1);
+    let diff = replay.json()["diff"].to_string();
+    assert!(
+        diff.contains("$.error: null") && diff.contains("agent broke: config missing"),
+        "{replay}"
+    );
+    let fork = wl(dir.path(), &["fork", id.as_str(), "--at", "2"]);
+    fork.expect_code(2);
+    assert!(
+        fork.stderr
+            .contains("(it ended there: the process exited with status 1")
+            && fork.stderr.contains("agent broke: config missing"),
+        "{fork}"
+    );
+}
+
 #[test]
 fn a_run_still_being_recorded_is_not_resumed() {
     let dir = temp_dir();

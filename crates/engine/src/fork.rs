@@ -165,6 +165,15 @@ fn departed(outcome: &RunOutcome, at: u64) -> Result<()> {
         }
         None => return Ok(()),
     };
+    // How it ended, when it ended in error (a native process that exited
+    // with status 1 before the call was said to have ended, no more).
+    let how = match &outcome.footer.error {
+        Some(e) if outcome.divergence.is_none() => {
+            format!("{how}: {}", worldline_case::shown::one_line(e))
+        }
+        Some(e) => format!("{how}; it ended: {}", worldline_case::shown::one_line(e)),
+        None => how.to_string(),
+    };
     Err(InputError::new(
         "--at",
         format!(

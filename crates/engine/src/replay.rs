@@ -565,9 +565,12 @@ fn report(
         .map(|d| json_diff(&d.expected, &d.actual))
         .unwrap_or_default();
     // An end that differs says why the replay ended so (a process that
-    // exited with status 1, was killed, or whose script is gone).
+    // exited with status 1, was killed, or whose script is gone), and so
+    // does one that came before a recorded call (a process that could no
+    // longer import its SDK was counted as drift, said as `actual: null`).
     if let (Some(d), Some(f)) = (&divergence, &rec.bundle.footer)
-        && d.field.as_deref() == Some("status")
+        && (d.field.as_deref() == Some("status")
+            || (d.class == Class::Missing && o.footer.error.is_some()))
     {
         diff.extend(json_diff(
             &json!({"error": f.error}),
