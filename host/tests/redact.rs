@@ -756,6 +756,73 @@ fn a_state_path_hides_its_value_in_the_answer_that_carries_it() {
     assert!(!copy.contains("Ana Lopez") && !copy.contains("Bo Chen"));
 }
 
+/// A value a `state` path hides in the world a run met, quoted by an
+/// answer before any event hid it, is hidden in every view of whole runs:
+/// `history`, `diff`, the UI's run and diff pages (each showed the
+/// customer's name whole; `show --at` and the event page hid it).
+#[test]
+fn a_state_path_hides_the_world_s_value_in_every_view_of_whole_runs() {
+    let st = setup();
+    std::fs::write(
+        st.store.join("redact.toml"),
+        "paths = [\"state.customers.*.name\"]\ndetectors = []\n",
+    )
+    .unwrap();
+    let other = {
+        // The same calls in another order: the runs differ at event one.
+        let case = write_case(
+            &st.root,
+            "crm2",
+            &CASE.replacen("C-1", "C-0", 1).replacen("C-0", "C-2", 1),
+        );
+        let out = worldline(
+            &st.store,
+            [
+                "run",
+                s(&case),
+                "--agent",
+                s(&guest("caller-agent")),
+                "--worlds",
+                s(&st.root.join("worlds")),
+                "--json",
+            ],
+        );
+        out.expect_code(0);
+        out.json()["run_id"].as_str().unwrap().to_string()
+    };
+    let secrets = ["Ana Lopez", "Bo Chen"];
+    for args in [
+        vec!["history", st.run.as_str(), "--full"],
+        vec!["diff", st.run.as_str(), other.as_str(), "--json"],
+        vec!["diff", st.run.as_str(), other.as_str(), "--full"],
+    ] {
+        let seen = worldline(&st.store, &args);
+        assert!(
+            secrets.iter().all(|x| !seen.stdout.contains(x)),
+            "{args:?}: {seen}"
+        );
+        assert!(seen.stdout.contains("<redacted:"), "{args:?}: {seen}");
+    }
+    let ui = crate::ui_support::Server::start(&st.store, &[]);
+    for page in [
+        format!("/run/{}", st.run),
+        format!("/diff?a={}&b={other}", st.run),
+    ] {
+        let got = ui.get(&page);
+        assert_eq!(got.status, 200, "{page}");
+        assert!(
+            secrets.iter().all(|x| !got.body.contains(x)),
+            "{page}: {}",
+            got.body
+        );
+    }
+    // The diff page shows the outputs as the JSON they are (each was one
+    // string of escaped quotes).
+    let diff = ui.get(&format!("/diff?a={}&b={other}", st.run));
+    assert!(diff.body.contains("id=\"output-diff\""), "{}", diff.body);
+    assert!(!diff.body.contains("\\&quot;"), "{}", diff.body);
+}
+
 /// A value a `request.args` path hides is hidden in the state after the
 /// event that wrote it, as in the event's request and writes: `show --at`
 /// (and the UI's event page, which shares the order) showed the state

@@ -108,6 +108,7 @@ fn verdict(app: &Seen, id: &str, r: &ReplayReport) -> Result<Markup> {
                 // What the events up to it hid first: the actual side may
                 // quote a value a path hid (it was shown whole).
                 let mut rec = app.recorded_held(id)?;
+                red.learn_state(&rec.case.world.initial);
                 if let Some(held) = rec.held.as_mut() {
                     red.before(&rec.bundle.header, held, d.index.saturating_add(1));
                 }

@@ -42,11 +42,19 @@ fn side(id: &str, i: usize, e: Option<&Event>, other: Option<&Event>, class: &st
     }
 }
 
-fn outputs(o: &[String; 2]) -> Markup {
-    if o[0] == o[1] {
+/// What the two runs returned, when they differ: each as the JSON value it
+/// is, else its text, and `(none)` for a run that returned nothing (an
+/// output showed as one escaped string, none as `""`), as `diff` prints
+/// them.
+fn outputs(o: &[Option<String>; 2]) -> Markup {
+    let shown = |o: &Option<String>| match o {
+        None => Value::String("(none)".into()),
+        Some(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())),
+    };
+    let (a, b) = (shown(&o[0]), shown(&o[1]));
+    if a == b {
         return html! {};
     }
-    let (a, b) = (Value::String(o[0].clone()), Value::String(o[1].clone()));
     html! {
         h2 { "Output" }
         div.grid #output-diff { (json_against(&a, Some(&b), "del")) (json_against(&b, Some(&a), "ins")) }
@@ -65,19 +73,20 @@ pub(crate) fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
     let mut fb = final_state(&b.case.world.initial, &b.bundle.events);
     let (mut ea, mut eb) = (a.bundle.events.clone(), b.bundle.events.clone());
     let output = |r: &worldline_engine::replay::RecordedRun| {
-        r.bundle
-            .footer
-            .as_ref()
-            .and_then(|f| f.output.clone())
-            .unwrap_or_default()
+        r.bundle.footer.as_ref().and_then(|f| f.output.clone())
     };
     let mut outs = [output(&a), output(&b)];
     if let Some(r) = app.redactor()?.as_mut() {
+        // The states first: what a `state` path hides in the worlds the
+        // runs met and left is hidden where their events quote it.
+        for s in [&a.case.world.initial, &b.case.world.initial, &fa, &fb] {
+            r.learn_state(s);
+        }
         r.learn(ea.iter().chain(eb.iter()));
         ea.iter_mut().chain(eb.iter_mut()).for_each(|e| r.event(e));
         r.state(&mut fa);
         r.state(&mut fb);
-        for o in &mut outs {
+        for o in outs.iter_mut().flatten() {
             *o = r.output(o);
         }
     }

@@ -98,8 +98,10 @@ fn parent_line(id: &str, h: &Header) -> Markup {
         dt { "parent" }
         dd {
             a href={ "/run/" (url(&p.run)) } class="mono" id="parent" { (p.run) }
-            " at event " a href={ "/run/" (url(id)) "/event/" (p.event) } { (p.event) } ": "
-            span.mono { (edits.join(" ")) }
+            " at event " a href={ "/run/" (url(id)) "/event/" (p.event) } { (p.event) }
+            // A fork with no edits (another agent, or the run continued)
+            // ended its line at a colon.
+            @if edits.is_empty() { " (no edits)" } @else { ": " span.mono { (edits.join(" ")) } }
         }
     }
 }
@@ -219,7 +221,11 @@ fn events(
     let range = (at - 1) * PER_PAGE..(at * PER_PAGE).min(n);
     let table = super::timeline::table(id, &b.events, range.clone(), &fork_points(&b.header));
     let markup = html! {
-        h2 { "Timeline " small { "(events " (range.start) "–" (range.end.saturating_sub(1)) " of " (n) ")" } }
+        h2 { "Timeline " small {
+            // A run killed before its first event has none (it said
+            // "events 0–0 of 0").
+            @if n == 0 { "(no events)" } @else { "(events " (range.start) "–" (range.end.saturating_sub(1)) " of " (n) ")" }
+        } }
         (super::find::bar(id, &b.events, &mut b.held, &range, q))
         (table)
         p.pager {
@@ -281,13 +287,19 @@ fn load(
         ),
     };
     let mut task = case.as_ref().map(|c| c.task.value());
-    let prices = case.map_or_else(|| app.prices.clone(), |c| c.prices.over(&app.prices));
     if let Some(r) = app.redactor()?.as_mut() {
+        // What the policy's `state` paths hide in the world the run met,
+        // first: a list's answer, the conversation and the find bar
+        // quoted it whole.
+        if let Some(c) = &case {
+            r.learn_state(&c.world.initial);
+        }
         r.held(&mut b);
         if let Some(t) = task.as_mut() {
             r.json(t);
         }
     }
+    let prices = case.map_or_else(|| app.prices.clone(), |c| c.prices.over(&app.prices));
     Ok((id_of(&path), b, task, prices))
 }
 

@@ -91,6 +91,11 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     };
     let mut read = history::read(&path, &query)?;
     if let Some(r) = redactor.as_mut() {
+        // What the policy's `state` paths hide in the world the run met
+        // (a list's answer showed it whole before any event hid it).
+        if let Ok(world) = store.load_world(&read.bundle.header.world_hash) {
+            r.learn_state(&world.initial);
+        }
         r.held(&mut read.bundle);
     }
     let hidden = redactor.as_ref().map(|r| r.hidden());
@@ -230,6 +235,12 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
     );
     let mut outputs = [&a, &b].map(|r| r.bundle.footer.as_ref().and_then(|f| f.output.clone()));
     if let Some(r) = redactor.as_mut() {
+        // The states first: what a `state` path hides in the worlds the
+        // runs met and left is hidden where their events quote it (a
+        // list's answer showed it whole).
+        for s in [&a.case.world.initial, &b.case.world.initial, &fa, &fb] {
+            r.learn_state(s);
+        }
         r.learn(ea.iter().chain(eb.iter()));
         ea.iter_mut().chain(eb.iter_mut()).for_each(|e| r.event(e));
         r.state(&mut fa);

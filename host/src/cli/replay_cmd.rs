@@ -85,10 +85,11 @@ fn redacted(
     };
     // A bundle named by a path outside the store is not found by its id:
     // its own values are hidden all the same.
-    if let Ok(mut rec) = replay::open_held(store, &r.run)
-        && let Some(held) = rec.held.as_mut()
-    {
-        redactor.before(&rec.bundle.header, held, d.index.saturating_add(1));
+    if let Ok(mut rec) = replay::open_held(store, &r.run) {
+        redactor.learn_state(&rec.case.world.initial);
+        if let Some(held) = rec.held.as_mut() {
+            redactor.before(&rec.bundle.header, held, d.index.saturating_add(1));
+        }
     }
     redactor.divergence(d.field.as_deref(), &mut d.expected);
     redactor.divergence(d.field.as_deref(), &mut d.actual);
