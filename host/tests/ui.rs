@@ -265,6 +265,13 @@ fn pages_show_the_runs_a_run_an_event_a_diff_and_a_campaign() {
         "{}",
         failed.body
     );
+    // A status or grade no select offers is said (it listed no run beside
+    // a select reading "any").
+    for q in ["/?status=bogus", "/?grade=PASSED"] {
+        let bad = s.get(q);
+        assert_eq!(bad.status, 400, "{q}: {}", bad.body);
+        assert!(bad.body.contains("give one of"), "{q}: {}", bad.body);
+    }
     let text = s.get("/?q=baseline");
     assert!(text.body.contains(&fx.passed) && !text.body.contains(&fx.failed));
 

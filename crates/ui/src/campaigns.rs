@@ -233,7 +233,7 @@ fn group(g: usize, group: &Value) -> Markup {
                 None => { p { "reproducer: seed " (rep["seed"]) " (not kept)" } }
             }
             @if let Some(words) = shrunk["words"].as_str() {
-                p { "shrunk from " (shrunk["faults_before"]) " to " (shrunk["faults_after"]) " faults in " (shrunk["tries"]) " tries"
+                p { "shrunk from " (shrunk["faults_before"]) " to " (shrunk["faults_after"]) " fault(s) in " (shrunk["tries"]) " runs"
                     @if shrunk["complete"] != true { " (budget ran out)" } ": " (words) }
             }
         }

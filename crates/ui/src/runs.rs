@@ -36,13 +36,29 @@ const FIELDS: [(&str, &str); 8] = [
     ("writer", "writer (user, host, CI job)"),
 ];
 
-fn filter_of(q: &BTreeMap<String, String>) -> Filter {
+fn filter_of(q: &BTreeMap<String, String>) -> Result<Filter> {
     let get = |k: &str| {
         q.get(k)
             .map(|v| v.trim().to_string())
             .filter(|v| !v.is_empty())
     };
-    Filter {
+    // A value no select offers is said (it listed no run, beside a select
+    // reading "any"), as `runs --status` says it.
+    for key in ["status", "grade"] {
+        if let (Some(v), Some(offered)) = (get(key), options(key))
+            && !offered.contains(&v.as_str())
+        {
+            return Err(worldline_case::error::InputError::new(
+                key,
+                format!(
+                    "`{v}` is not a {key} the runs are filtered by; give one of {}",
+                    offered[1..].join(", ")
+                ),
+            )
+            .into());
+        }
+    }
+    Ok(Filter {
         status: get("status").map(|s| vec![s]).unwrap_or_default(),
         grade: get("grade"),
         case: get("case"),
@@ -50,7 +66,7 @@ fn filter_of(q: &BTreeMap<String, String>) -> Filter {
         agent: get("agent"),
         signature: get("signature"),
         ..Filter::default()
-    }
+    })
 }
 
 /// Whether a row contains the free text (id, case, world, signature), as
@@ -148,7 +164,7 @@ fn page_link(q: &BTreeMap<String, String>, p: u64) -> String {
 /// writer, and the signature and case under a redaction policy) are applied to
 /// each selected row as it is read.
 fn select(app: &Seen, q: &BTreeMap<String, String>, at: u64) -> Result<Page> {
-    let mut filter = filter_of(q);
+    let mut filter = filter_of(q)?;
     // Under a redaction policy, signatures are shown redacted and matched
     // as shown: a filter must not tell whether a hidden value is there.
     let redactor = RefCell::new(app.redactor()?);
