@@ -709,6 +709,45 @@ fn a_signal_ends_a_suite_of_native_runs_and_records_none_after_it() {
     }
 }
 
+/// `test --jobs N` above the cores runs N native agents at once: each run's
+/// thread waits on its process without a CPU slot (two ran at a time on
+/// two cores, though each was waiting, as on a model endpoint).
+#[test]
+fn native_runs_wait_without_a_cpu_slot_so_jobs_may_exceed_the_cores() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let n = 3 * cores;
+    for i in 0..n {
+        case_with(&cases, &format!("c{i}"), PASSED_BY_DOING_NOTHING);
+    }
+    let worlds = worlds();
+    let jobs = n.to_string();
+    let started = Instant::now();
+    let out = worldline(
+        &store,
+        [
+            os("test"),
+            cases.as_os_str(),
+            os("--jobs"),
+            os(&jobs),
+            os("--worlds"),
+            worlds.as_os_str(),
+            os("--exec"),
+            os("--"),
+            os("/bin/sh"),
+            os("-c"),
+            os("sleep 2; echo '{}'"),
+        ],
+    );
+    let took = started.elapsed();
+    out.expect_code(0);
+    // Three rounds of two seconds before; one round now.
+    assert!(took < Duration::from_millis(4500), "{took:?}\n{out}");
+}
+
 /// SIGINT to `run --exec` stops the run and reports it (its id, status
 /// `trapped`) before the signal ends the command: it ended with nothing
 /// said, though the run was recorded.

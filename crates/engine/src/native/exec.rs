@@ -166,21 +166,27 @@ pub fn run(sandbox: &Sandbox, case: &Case, opts: RunOptions, exec: &Exec) -> Res
         // ends the process once the runs under way are done.
         return Err(anyhow::anyhow!("interrupted before the run began"));
     }
-    std::thread::scope(|s| {
-        let mediator = s.spawn(|| session::mediate(sandbox, case, header, opts, receiver));
-        let exit = serve_and_run(&handle, case, exec);
-        let exit = match exit {
-            Ok(exit) => exit,
-            Err(e) => {
-                handle.end(Exit::disconnected());
-                let _ = mediator.join();
-                return Err(e);
-            }
-        };
-        handle.end(exit);
-        mediator
-            .join()
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("the mediator thread panicked")))
+    // This thread waits on the process (its own CPU is the system's to
+    // share out) while the mediator answers it: without this thread's CPU
+    // slot, so `test --jobs` above the cores runs that many agents at once
+    // (two ran at a time on two cores, each waiting on a model endpoint).
+    worldline_case::parallel::waiting(|| {
+        std::thread::scope(|s| {
+            let mediator = s.spawn(|| session::mediate(sandbox, case, header, opts, receiver));
+            let exit = serve_and_run(&handle, case, exec);
+            let exit = match exit {
+                Ok(exit) => exit,
+                Err(e) => {
+                    handle.end(Exit::disconnected());
+                    let _ = mediator.join();
+                    return Err(e);
+                }
+            };
+            handle.end(exit);
+            mediator
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("the mediator thread panicked")))
+        })
     })
 }
 
