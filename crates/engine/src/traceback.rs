@@ -156,11 +156,13 @@ impl Account {
         match self {
             Account::Python(_) => match Group::of(t) {
                 Some(g) => g.location(),
-                None => t
-                    .lines()
-                    .rev()
-                    .find(|l| l.trim_start().starts_with("File "))
-                    .map(|l| l.trim().to_string()),
+                None => {
+                    let lines: Vec<&str> = t.lines().collect();
+                    let (frames, _) = last_frames(&lines);
+                    (frames.iter().rev())
+                        .find(|l| l.trim_start().starts_with("File "))
+                        .map(|l| l.trim().to_string())
+                }
             },
             // Past the message's own lines, if it has more than one.
             Account::JavaScript(_) => (t.lines().skip(1))
@@ -198,15 +200,30 @@ impl Account {
 /// message of several lines, or with a note (PEP 678), is said by its
 /// first, `ValueError: boom`, not by its last (`second line`, the note),
 /// which lost the exception's type.
+///
+/// The frames read are those of the last traceback of the text (the last
+/// of a chain) up to its exception line: a message quoting another
+/// traceback (a world service's, in a `Failed` the agent raised again)
+/// had its quoted frames and exception taken for the agent's.
 fn python_exception(text: &str) -> &str {
     let lines: Vec<&str> = text.lines().collect();
-    let after = (lines.iter())
-        .rposition(|l| l.trim_start().starts_with("File \""))
-        .map_or(0, |i| i + 1);
-    (lines[after..].iter())
-        .find(|l| !l.trim().is_empty() && !l.starts_with([' ', '\t']))
-        .copied()
+    let (_, exception) = last_frames(&lines);
+    exception
+        .map(|i| lines[i])
         .unwrap_or_else(|| last_line(text))
+}
+
+/// The frame lines of the last traceback of `lines` (from its header to
+/// its exception line) and the index of its exception line: the first
+/// line after the header that is not blank nor indented.
+fn last_frames<'l>(lines: &'l [&'l str]) -> (&'l [&'l str], Option<usize>) {
+    let start = lines
+        .iter()
+        .rposition(|l| l.starts_with(TRACEBACK))
+        .unwrap_or(0);
+    let exception = (start + 1..lines.len())
+        .find(|&i| !lines[i].trim().is_empty() && !lines[i].starts_with([' ', '\t']));
+    (&lines[start..exception.unwrap_or(lines.len())], exception)
 }
 
 /// A frame of a JavaScript stack: `name@file:line:column` (StarlingMonkey,
@@ -465,7 +482,11 @@ fn chain_start(lines: &[&str], mut start: usize) -> usize {
     }
 }
 
-/// The lines joined, trimmed, and cut to their last `MAX_CHARS`.
+/// The lines joined, trimmed, and cut in their middle to `MAX_CHARS`:
+/// the start (a traceback's header, its outer frames and its exception's
+/// type, a stack's first line) and the end (the innermost frames, where
+/// it was raised). Cut to the end alone, a message past the limit left no
+/// frame and no exception's type (`…xxxx…`).
 fn clip(lines: &[&str]) -> String {
     let text = lines.join("\n");
     let text = text.trim();
@@ -473,8 +494,10 @@ fn clip(lines: &[&str]) -> String {
     if n <= MAX_CHARS {
         return text.to_string();
     }
-    let tail: String = text.chars().skip(n - MAX_CHARS).collect();
-    format!("…{tail}")
+    let half = MAX_CHARS / 2;
+    let head: String = text.chars().take(half).collect();
+    let tail: String = text.chars().skip(n - half).collect();
+    format!("{head}…{tail}")
 }
 
 #[cfg(test)]
@@ -766,12 +789,56 @@ expected a string, received [object]\nStack:\n  export_run@initializer.js:1:1\n"
     }
 
     #[test]
-    fn long_tracebacks_keep_their_end() {
+    fn long_tracebacks_keep_their_start_and_end() {
         let long = format!(
             "{TRACEBACK}\n{}\nValueError: end\n",
             "  frame\n".repeat(5_000)
         );
         let text = find(&long).unwrap().text().to_string();
         assert!(text.chars().count() <= MAX_CHARS + 1 && text.ends_with("ValueError: end"));
+        assert!(text.starts_with(TRACEBACK), "{text}");
+    }
+
+    /// An exception whose message is past the limit is said by its type,
+    /// and placed (its type and frames were cut off: `…xxxx…`).
+    #[test]
+    fn a_long_message_keeps_the_exception_s_type_and_place() {
+        let long = format!(
+            "{TRACEBACK}\n  File \"/0/agent.py\", line 14, in run\n    raise ValueError(\"bad payload: \" + \"x\" * 9000)\nValueError: bad payload: {}\n",
+            "x".repeat(9_000)
+        );
+        let account = find(&long).unwrap();
+        assert!(
+            account
+                .exception()
+                .starts_with("ValueError: bad payload: xxx")
+        );
+        assert_eq!(
+            account.location().as_deref(),
+            Some("File \"/0/agent.py\", line 14, in run")
+        );
+    }
+
+    /// A message that quotes another traceback (a world service's, in the
+    /// `Failed` an agent raised again) is said by the agent's exception and
+    /// frame: the quoted service's were taken.
+    #[test]
+    fn a_message_quoting_a_traceback_is_said_by_its_own_exception() {
+        let text = format!(
+            "{TRACEBACK}\n  File \"/0/agent.py\", line 12, in run\n    raise RuntimeError(f\"could not complete T-3: {{e}}\") from None\n\
+             RuntimeError: could not complete T-3: `complete_task` raised {TRACEBACK}\n  File \"/0/tasks_service.py\", line 8, in helper\n    return task[\"no_such_field\"]\nKeyError: 'no_such_field'\n"
+        );
+        let account = find(&text).unwrap();
+        assert!(
+            account
+                .exception()
+                .starts_with("RuntimeError: could not complete T-3"),
+            "{}",
+            account.exception()
+        );
+        assert_eq!(
+            account.location().as_deref(),
+            Some("File \"/0/agent.py\", line 12, in run")
+        );
     }
 }
