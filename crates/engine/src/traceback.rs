@@ -37,6 +37,10 @@ pub struct AgentError {
     pub at: Option<String>,
     /// The guest's account in full (traceback, stack, panic message).
     pub traceback: Option<String>,
+    /// What to do about it, when the fault says (a Python module the build
+    /// left out because the agent imported it only after it loaded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 impl AgentError {
@@ -50,8 +54,31 @@ impl AgentError {
         if let Some(at) = &self.at {
             out.push(format!("  at {at}"));
         }
+        if let Some(hint) = &self.hint {
+            out.push(format!("  hint: {hint}"));
+        }
         out
     }
+}
+
+/// What to do about a sandboxed Python agent's exception, when it is one
+/// the build explains: `build-python` keeps the modules the agent has
+/// imported once it has loaded, so one first imported inside `run` (by the
+/// agent, or by the standard library lazily: `datetime.strptime` imports
+/// `_strptime`, a codec its `encodings` module) is not there.
+fn python_hint(exception: &str) -> Option<String> {
+    let quoted = |s: &str| s.trim().trim_matches(['\'', '"']).to_string();
+    let import = match (
+        exception.strip_prefix("ModuleNotFoundError: No module named "),
+        exception.strip_prefix("LookupError: unknown encoding: "),
+    ) {
+        (Some(module), _) => quoted(module),
+        (None, Some(codec)) => format!("encodings.{}", quoted(codec)),
+        _ => return None,
+    };
+    Some(format!(
+        "a module first imported after the agent loaded is not in its build (build-python keeps what the agent has imported once it has loaded): add `import {import}` at the top of the agent's module"
+    ))
 }
 
 /// The agent's own error in a run that did not complete (`None` when it
@@ -91,11 +118,16 @@ pub fn agent_error(f: &Footer) -> Option<AgentError> {
         (Some(a), None) => a.exception(),
         (None, _) => f.error.clone()?,
     };
+    let hint = match (&account, f.status) {
+        (Some(a @ Account::Python(_)), Status::Trapped) => python_hint(&a.exception()),
+        _ => None,
+    };
     Some(AgentError {
         status: f.status.as_str().to_string(),
         message,
         at: account.as_ref().and_then(Account::location),
         traceback: account.map(|a| a.text().to_string()),
+        hint,
     })
 }
 
@@ -720,6 +752,53 @@ expected a string, received [object]\nStack:\n  export_run@initializer.js:1:1\n"
     /// then gave up with `sys.exit("why")`, says both, as the run's error
     /// does: it said the handled exception alone, in `history`, `grade`,
     /// `test`'s second line, the UI and `--json`.
+    /// A sandboxed Python agent that died of a module its build left out
+    /// (imported inside `run`, or lazily by the standard library) is told
+    /// to import it at the top (it was told nothing: `No module named
+    /// '_strptime'` from a `datetime.strptime` call).
+    #[test]
+    fn a_module_the_build_left_out_is_hinted_at() {
+        let trapped = |stderr: &str| Footer {
+            status: Status::Trapped,
+            error: None,
+            stderr: stderr.into(),
+            backtrace: vec![],
+            chain_hash: String::new(),
+            events: 0,
+            final_state_hash: String::new(),
+            fuel: 0,
+            grade: None,
+            hash: String::new(),
+            header_hash: None,
+            output: None,
+            replayable: true,
+            stdout: String::new(),
+            truncated_bytes: 0,
+        };
+        for (exception, import) in [
+            (
+                "ModuleNotFoundError: No module named '_strptime'",
+                "import _strptime",
+            ),
+            (
+                "LookupError: unknown encoding: cp1252",
+                "import encodings.cp1252",
+            ),
+        ] {
+            let stderr =
+                format!("{TRACEBACK}\n  File \"/0/agent.py\", line 5, in run\n{exception}\n");
+            let e = agent_error(&trapped(&stderr)).unwrap();
+            let hint = e.hint.clone().unwrap_or_default();
+            assert!(
+                hint.contains(&format!("add `{import}` at the top")),
+                "{hint}"
+            );
+            assert!(e.lines().last().unwrap().starts_with("  hint: "), "{e:?}");
+        }
+        let other = format!("{TRACEBACK}\n  File \"/0/agent.py\", line 5, in run\nKeyError: 'x'\n");
+        assert_eq!(agent_error(&trapped(&other)).unwrap().hint, None);
+    }
+
     #[test]
     fn the_agent_error_of_a_process_says_what_its_stderr_ends_with_too() {
         let stderr = "Traceback (most recent call last):\n  File \"/a/logged.py\", line 3, in <module>\n    raise KeyError(\"first\")\nKeyError: 'first'\ncleanup done\ngiving up: no model\n";
