@@ -752,15 +752,11 @@ expected a string, received [object]\nStack:\n  export_run@initializer.js:1:1\n"
     /// then gave up with `sys.exit("why")`, says both, as the run's error
     /// does: it said the handled exception alone, in `history`, `grade`,
     /// `test`'s second line, the UI and `--json`.
-    /// A sandboxed Python agent that died of a module its build left out
-    /// (imported inside `run`, or lazily by the standard library) is told
-    /// to import it at the top (it was told nothing: `No module named
-    /// '_strptime'` from a `datetime.strptime` call).
-    #[test]
-    fn a_module_the_build_left_out_is_hinted_at() {
-        let trapped = |stderr: &str| Footer {
-            status: Status::Trapped,
-            error: None,
+    /// A run's footer that ended `status` with `error` and `stderr`.
+    fn ended(status: Status, error: Option<String>, stderr: &str) -> Footer {
+        Footer {
+            status,
+            error,
             stderr: stderr.into(),
             backtrace: vec![],
             chain_hash: String::new(),
@@ -774,7 +770,16 @@ expected a string, received [object]\nStack:\n  export_run@initializer.js:1:1\n"
             replayable: true,
             stdout: String::new(),
             truncated_bytes: 0,
-        };
+        }
+    }
+
+    /// A sandboxed Python agent that died of a module its build left out
+    /// (imported inside `run`, or lazily by the standard library) is told
+    /// to import it at the top (it was told nothing: `No module named
+    /// '_strptime'` from a `datetime.strptime` call).
+    #[test]
+    fn a_module_the_build_left_out_is_hinted_at() {
+        let trapped = |stderr: &str| ended(Status::Trapped, None, stderr);
         for (exception, import) in [
             (
                 "ModuleNotFoundError: No module named '_strptime'",
@@ -802,25 +807,9 @@ expected a string, received [object]\nStack:\n  export_run@initializer.js:1:1\n"
     #[test]
     fn the_agent_error_of_a_process_says_what_its_stderr_ends_with_too() {
         let stderr = "Traceback (most recent call last):\n  File \"/a/logged.py\", line 3, in <module>\n    raise KeyError(\"first\")\nKeyError: 'first'\ncleanup done\ngiving up: no model\n";
-        let footer = |stderr: &str| Footer {
-            status: Status::Exited,
-            error: Some(process_error(
-                "the process exited with status 1".into(),
-                stderr,
-            )),
-            stderr: stderr.into(),
-            backtrace: vec![],
-            chain_hash: String::new(),
-            events: 0,
-            final_state_hash: String::new(),
-            fuel: 0,
-            grade: None,
-            hash: String::new(),
-            header_hash: None,
-            output: None,
-            replayable: true,
-            stdout: String::new(),
-            truncated_bytes: 0,
+        let footer = |stderr: &str| {
+            let error = process_error("the process exited with status 1".into(), stderr);
+            ended(Status::Exited, Some(error), stderr)
         };
         let e = agent_error(&footer(stderr)).unwrap();
         assert_eq!(
