@@ -809,6 +809,79 @@ fn setting_the_policy_makes_the_redacted_shard_reports_again() {
     not(worldline_tests_run),
     ignore = "needs PostgreSQL: run tests/run, which installs it"
 )]
+fn a_merged_suite_hides_a_state_value_a_policy_path_hides_where_its_failing_check_quotes_it() {
+    let t = team(false);
+    // A case failing on a customer's note, which only a path of the
+    // policy hides (no detector matches it).
+    let cases = t.dir.path().join("notes");
+    std::fs::create_dir_all(&cases).unwrap();
+    let case = CRM_CASE
+        .replace("field = \"email\"", "field = \"note\"")
+        .replace("someone.else@example.com", "never written");
+    assert_ne!(case, CRM_CASE);
+    write_case(&cases, "note", &case);
+    let note = "prefers mail to";
+    let shard = |suite: &str| {
+        let out = worldline(
+            &t.responder,
+            [
+                "test",
+                s(&cases),
+                "--agent",
+                s(&guest("caller-agent")),
+                "--worlds",
+                s(&t.dir.path().join("worlds")),
+                "--partition",
+                "1/1",
+                "--suite-id",
+                suite,
+                "--json",
+            ],
+        );
+        out.expect_code(1);
+        assert!(out.stdout.contains(note), "{out}");
+    };
+    // One shard kept before the policy is set (its redacted form made
+    // again by `redaction --set`), one after (made as it is kept).
+    shard("before");
+    let file = t.dir.path().join("redact.toml");
+    std::fs::write(
+        &file,
+        "detectors = []\npaths = [\"state.customers.*.note\"]\n",
+    )
+    .unwrap();
+    worldline(&t.responder, ["redaction", "--set", s(&file)]).expect_code(0);
+    shard("after");
+    for suite in ["before", "after"] {
+        for (who, store) in [("viewer", &t.viewer), ("responder", &t.responder)] {
+            for json in [true, false] {
+                let mut args = vec!["merge", "--suite", suite];
+                if json {
+                    args.push("--json");
+                }
+                let merged = worldline(store, &args);
+                merged.expect_code(1);
+                assert!(
+                    !merged.stdout.contains(note) && !merged.stderr.contains(note),
+                    "a {who}'s merge of shard `{suite}` shows the note:\n{merged}"
+                );
+                assert!(merged.stdout.contains("<redacted:"), "{merged}");
+            }
+        }
+        let raw = worldline(
+            &t.responder,
+            ["merge", "--suite", suite, "--unredacted", "--json"],
+        );
+        raw.expect_code(1);
+        assert!(raw.stdout.contains(note), "{raw}");
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn a_campaign_fuzzed_on_one_machine_is_in_another_machines_ui_and_a_viewer_sees_it_redacted() {
     let t = team(false);
     let machine = |n: &str| t.dir.path().join(n);
