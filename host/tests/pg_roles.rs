@@ -389,6 +389,10 @@ impl Ui {
                 "{}",
                 r.body
             );
+            // The token's role, not the connection's (a responder's UI
+            // said its viewer token's user "is a responder").
+            assert!(r.body.contains("is a viewer's"), "{}", r.body);
+            assert!(!r.body.contains("is a responder"), "{}", r.body);
             hides(&p, &r.body);
         }
         for p in [
@@ -429,6 +433,15 @@ fn a_viewer_walks_every_ui_route_without_a_raw_value_and_a_responders_raw_page_i
         refused.stderr.contains(&format!("{}_responder", t.schema)),
         "{refused}"
     );
+    // `--redact FILE` is refused as `--redact`, as `history` refuses it
+    // (it was refused as `--unredacted`).
+    let policy = t.dir.path().join("mine.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let refused = worldline(&t.responder, ["ui", "--port", "0", "--redact", s(&policy)]);
+    refused.expect_code(2);
+    assert!(refused.stderr.contains("--redact"), "{refused}");
+    assert!(!refused.stderr.contains("--unredacted"), "{refused}");
+    assert!(refused.stderr.contains("redaction --set"), "{refused}");
 
     // A UI connected as a responder serves each token its role's view.
     let ui = Ui::start(
