@@ -389,6 +389,10 @@ impl Ui {
                 "{}",
                 r.body
             );
+            // The token's role, not the connection's (a responder's UI
+            // said its viewer token's user "is a responder").
+            assert!(r.body.contains("is a viewer's"), "{}", r.body);
+            assert!(!r.body.contains("is a responder"), "{}", r.body);
             hides(&p, &r.body);
         }
         for p in [
@@ -429,6 +433,15 @@ fn a_viewer_walks_every_ui_route_without_a_raw_value_and_a_responders_raw_page_i
         refused.stderr.contains(&format!("{}_responder", t.schema)),
         "{refused}"
     );
+    // `--redact FILE` is refused as `--redact`, as `history` refuses it
+    // (it was refused as `--unredacted`).
+    let policy = t.dir.path().join("mine.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let refused = worldline(&t.responder, ["ui", "--port", "0", "--redact", s(&policy)]);
+    refused.expect_code(2);
+    assert!(refused.stderr.contains("--redact"), "{refused}");
+    assert!(!refused.stderr.contains("--unredacted"), "{refused}");
+    assert!(refused.stderr.contains("redaction --set"), "{refused}");
 
     // A UI connected as a responder serves each token its role's view.
     let ui = Ui::start(
@@ -802,6 +815,79 @@ fn setting_the_policy_makes_the_redacted_shard_reports_again() {
         ["merge", "--suite", "weekly-2", "--unredacted", "--json"],
     );
     assert!(raw.stdout.contains("CUST-004211"), "{raw}");
+}
+
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn a_merged_suite_hides_a_state_value_a_policy_path_hides_where_its_failing_check_quotes_it() {
+    let t = team(false);
+    // A case failing on a customer's note, which only a path of the
+    // policy hides (no detector matches it).
+    let cases = t.dir.path().join("notes");
+    std::fs::create_dir_all(&cases).unwrap();
+    let case = CRM_CASE
+        .replace("field = \"email\"", "field = \"note\"")
+        .replace("someone.else@example.com", "never written");
+    assert_ne!(case, CRM_CASE);
+    write_case(&cases, "note", &case);
+    let note = "prefers mail to";
+    let shard = |suite: &str| {
+        let out = worldline(
+            &t.responder,
+            [
+                "test",
+                s(&cases),
+                "--agent",
+                s(&guest("caller-agent")),
+                "--worlds",
+                s(&t.dir.path().join("worlds")),
+                "--partition",
+                "1/1",
+                "--suite-id",
+                suite,
+                "--json",
+            ],
+        );
+        out.expect_code(1);
+        assert!(out.stdout.contains(note), "{out}");
+    };
+    // One shard kept before the policy is set (its redacted form made
+    // again by `redaction --set`), one after (made as it is kept).
+    shard("before");
+    let file = t.dir.path().join("redact.toml");
+    std::fs::write(
+        &file,
+        "detectors = []\npaths = [\"state.customers.*.note\"]\n",
+    )
+    .unwrap();
+    worldline(&t.responder, ["redaction", "--set", s(&file)]).expect_code(0);
+    shard("after");
+    for suite in ["before", "after"] {
+        for (who, store) in [("viewer", &t.viewer), ("responder", &t.responder)] {
+            for json in [true, false] {
+                let mut args = vec!["merge", "--suite", suite];
+                if json {
+                    args.push("--json");
+                }
+                let merged = worldline(store, &args);
+                merged.expect_code(1);
+                assert!(
+                    !merged.stdout.contains(note) && !merged.stderr.contains(note),
+                    "a {who}'s merge of shard `{suite}` shows the note:\n{merged}"
+                );
+                assert!(merged.stdout.contains("<redacted:"), "{merged}");
+            }
+        }
+        let raw = worldline(
+            &t.responder,
+            ["merge", "--suite", suite, "--unredacted", "--json"],
+        );
+        raw.expect_code(1);
+        assert!(raw.stdout.contains(note), "{raw}");
+    }
 }
 
 #[test]

@@ -64,6 +64,7 @@ fn a_suite_that_loses_its_database_stops_naming_it_and_a_rerun_continues() {
             s(&worlds_dir()),
             "--jobs",
             "1",
+            "--json",
         ],
     );
     let stored = || {
@@ -80,7 +81,15 @@ fn a_suite_that_loses_its_database_stops_naming_it_and_a_rerun_continues() {
     let out = common::CliOutput::of(child.wait_with_output().unwrap());
     out.expect_code(2);
     let server = format!("127.0.0.1:{}", pg.port);
-    assert!(out.stderr.contains(&server), "names the server: {out}");
+    // Once (the message named the store's address twice), and as the
+    // store's failure, not an input's.
+    assert_eq!(
+        out.stderr.matches(&server).count(),
+        1,
+        "names the server: {out}"
+    );
+    assert_eq!(out.json()["error"]["kind"], "store", "{out}");
+    assert_eq!(out.json()["error"]["exit_code"], 2, "{out}");
     assert!(
         out.stderr.contains("run it again"),
         "says what to do: {out}"
@@ -512,4 +521,177 @@ fn a_run_set_aside_that_the_database_holds_loses_its_copy() {
     );
     assert!(!aside.exists());
     assert_eq!(out.json().as_array().unwrap().len(), 1, "{out}");
+}
+
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn an_import_into_a_database_store_skips_a_killed_run_and_imports_the_runs_after_it() {
+    let dir = temp_dir();
+    let folder = dir.path().join("folder");
+    let cases = cases(dir.path(), 2);
+    let agent = guest("caller-agent");
+    let run = |case: &str| {
+        let out = common::run_in(&folder, &cases.join(case), &agent, &worlds_dir());
+        out.expect_code(0);
+        out.json()["run_id"].as_str().unwrap().to_string()
+    };
+    let first = run("c000.toml");
+    // A run killed with SIGKILL once it has written events: no footer.
+    let endless = write_case(
+        dir.path(),
+        "endless",
+        r#"world = "demo@v1"
+seed = 11
+clock = 2026-03-01T12:00:00Z
+task = { mode = "calls", n = 1_000_000_000_000 }
+
+[limits]
+fuel = 1_000_000_000_000_000_000
+max_events = 5_000_000
+timeout_ms = 86_400_000
+"#,
+    );
+    let hostile = guest("hostile-agent");
+    let mut child = common::worldline_spawn(
+        &folder,
+        [
+            "run",
+            s(&endless),
+            "--agent",
+            s(&hostile),
+            "--worlds",
+            s(&worlds_dir()),
+        ],
+    );
+    let t0 = std::time::Instant::now();
+    let killed = loop {
+        let found = common::files_with_suffix(&folder.join("runs"), ".jsonl")
+            .into_iter()
+            .find(|p| {
+                std::fs::read(p).is_ok_and(|b| b.iter().filter(|&&c| c == b'\n').count() > 10)
+            });
+        if let Some(p) = found.filter(|p| !p.ends_with(format!("{first}.jsonl"))) {
+            break p;
+        }
+        assert!(
+            t0.elapsed().as_secs() < 60,
+            "the endless run wrote no events"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    child.kill().expect("SIGKILL");
+    child.wait().unwrap();
+    let killed = killed.file_stem().unwrap().to_str().unwrap().to_string();
+    assert!(
+        !std::fs::read_to_string(folder.join("runs").join(format!("{killed}.jsonl")))
+            .unwrap()
+            .contains("{\"footer\""),
+        "killed: no footer"
+    );
+    // A run after it (run ids are in time order; import takes them so).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let last = run("c001.toml");
+    assert!(first < killed && killed < last, "{first} {killed} {last}");
+
+    let store = cluster().fresh_store();
+    let out = worldline(&store, ["import", s(&folder), "--json"]);
+    out.expect_code(1);
+    let imported: Vec<&str> = out.json()["imported"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(imported, [first.as_str(), last.as_str()], "{out}");
+    let skipped = &out.json()["skipped"];
+    assert_eq!(skipped.as_array().unwrap().len(), 1, "{out}");
+    assert_eq!(skipped[0]["run_id"], killed.as_str(), "{out}");
+    let reason = skipped[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("no footer"), "{out}");
+    assert!(!reason.contains("server"), "{out}");
+    let text = worldline(&store, ["import", s(&folder)]);
+    text.expect_code(1);
+    assert!(text.stderr.contains(&killed), "{text}");
+    assert!(!text.stderr.contains("server"), "{text}");
+    // Nothing set aside as unstored; the database holds the two.
+    let aside = store_folder(&store).join("unstored");
+    assert!(
+        std::fs::read_dir(&aside).map_or(true, |mut d| d.next().is_none()),
+        "{}",
+        aside.display()
+    );
+    let listed = worldline(&store, ["runs", "--json"]);
+    listed.expect_code(0);
+    assert_eq!(listed.json().as_array().unwrap().len(), 2, "{listed}");
+}
+
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn a_store_in_a_system_schema_is_refused_and_nothing_is_made_there() {
+    let pg = cluster();
+    for schema in ["information_schema", "pg_evals"] {
+        let out = worldline(Path::new(&pg.store_in(schema)), ["migrate"]);
+        out.expect_code(2);
+        assert!(out.stderr.contains("PostgreSQL's own"), "{out}");
+        assert!(out.stderr.contains("?schema="), "{out}");
+    }
+    let made = pg.psql(
+        "SELECT count(*) FROM pg_tables WHERE schemaname = 'information_schema' AND tablename = 'runs'",
+    );
+    assert_eq!(made, "0");
+}
+
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn of_imports_of_one_run_at_once_only_one_says_it_was_new() {
+    let dir = temp_dir();
+    let folder = dir.path().join("folder");
+    let cases = cases(dir.path(), 1);
+    let out = common::run_in(
+        &folder,
+        &cases.join("c000.toml"),
+        &guest("caller-agent"),
+        &worlds_dir(),
+    );
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let file = dir.path().join("run.wl");
+    worldline(&folder, ["export", &id, "-o", s(&file)]).expect_code(0);
+    let store = cluster().fresh_store();
+    // The schema made first, so the importers race on the run only.
+    worldline(&store, ["migrate"]).expect_code(0);
+    // Each on a machine of its own: each finds the run new in its
+    // working folder, and only the database knows who stored it first.
+    let importers: Vec<_> = (0..4)
+        .map(|i| {
+            common::cli()
+                .args(["import", s(&file), "--json", "--store", s(&store)])
+                .env(
+                    "WORLDLINE_STORE_CACHE",
+                    dir.path().join(format!("machine-{i}")),
+                )
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let news: Vec<bool> = importers
+        .into_iter()
+        .map(|c| {
+            let out = common::CliOutput::of(c.wait_with_output().unwrap());
+            out.expect_code(0);
+            out.json()["new"].as_bool().unwrap()
+        })
+        .collect();
+    assert_eq!(news.iter().filter(|n| **n).count(), 1, "{news:?}");
 }

@@ -197,11 +197,34 @@ pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// A database store that could not take what a command wrote (its server
+/// went away, or refused the write): an input error (exit 2) naming the
+/// store, which `--json` gives the kind `store`, not `input` (nothing the
+/// user gave was wrong).
+#[derive(Debug)]
+pub struct StoreUnreachable(pub InputError);
+
+impl fmt::Display for StoreUnreachable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for StoreUnreachable {}
+
+/// The input error `err` is or holds (a [`StoreUnreachable`]'s included).
+pub fn input_of(err: &anyhow::Error) -> Option<&InputError> {
+    err.chain().find_map(|e| {
+        e.downcast_ref::<InputError>()
+            .or_else(|| e.downcast_ref::<StoreUnreachable>().map(|s| &s.0))
+    })
+}
+
 /// Whether `err` is a problem with the user's input (somewhere in its
-/// chain an [`InputError`]), not a failure of worldline or the machine.
+/// chain an [`InputError`], a [`StoreUnreachable`]'s included), not a
+/// failure of worldline or the machine.
 pub fn is_input(err: &anyhow::Error) -> bool {
-    err.chain()
-        .any(|e| e.downcast_ref::<InputError>().is_some())
+    input_of(err).is_some()
 }
 
 #[cfg(test)]

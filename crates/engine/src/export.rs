@@ -431,6 +431,15 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
         )
         .into());
     }
+    // A database store keeps finished runs only: an unfinished one is
+    // this run's refusal, not the store's (it stopped the import as a
+    // lost server and was left in the working folder's `unstored/`).
+    if b.footer.is_none() && store.database().is_some() {
+        return Err(bad(
+            "the run has no footer (it was stopped before it ended, or was still being written): a database store keeps finished runs only, so it is not imported".into(),
+        )
+        .into());
+    }
     let object = |sha: &str| -> Result<Vec<u8>> {
         match doc.objects.get(sha) {
             Some(data) => {
@@ -569,7 +578,8 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
             .into());
         }
     }
-    store.publish(&doc.run).map_err(NotWritten::of)?;
+    // Another importer may have stored the run since this one looked.
+    new &= store.publish(&doc.run).map_err(NotWritten::of)?;
     worldline_store::index::record_file(store, &doc.run);
     Ok(Imported {
         run_id: doc.run,

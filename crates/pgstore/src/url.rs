@@ -100,6 +100,11 @@ pub fn parse(s: &str) -> Result<StoreUrl, String> {
             "schema `{schema}`: give a lower-case name of letters, digits and `_` (at most 63, not starting with a digit)"
         ));
     }
+    if schema == "information_schema" || schema.starts_with("pg_") {
+        return Err(format!(
+            "schema `{schema}` is PostgreSQL's own (`information_schema` and the `pg_` schemas hold the server's catalogs): give a schema of the store's own, e.g. `?schema=evals`"
+        ));
+    }
     let with = |authority: &str, pairs: &[&str]| {
         let mut out = format!("{scheme}://{authority}");
         if let Some(p) = path {
@@ -238,6 +243,14 @@ mod tests {
         assert!(!e.contains("pw"), "{e}");
         let e = parse("postgres://db/evals?sslmode=allow").unwrap_err();
         assert!(e.contains("prefer"), "{e}");
+    }
+
+    #[test]
+    fn a_system_schema_is_refused() {
+        for system in ["information_schema", "pg_catalog", "pg_temp", "pg_x"] {
+            let e = parse(&format!("postgres://u:pw@h/db?schema={system}")).unwrap_err();
+            assert!(e.contains("PostgreSQL's own"), "{e}");
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@ mod sync;
 
 pub use sync::Finished;
 mod view;
+pub use view::OWN_POLICY;
 
 use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};

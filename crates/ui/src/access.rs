@@ -56,12 +56,15 @@ pub(crate) async fn view(State(app): State<Arc<App>>, mut req: Request, next: Ne
             true => "the unredacted view",
             false => "forking or replaying (re-executing reads the raw run)",
         };
-        let needs = app
-            .store
-            .database()
-            .map(|db| db.needs(Role::Responder, what).message)
-            .unwrap_or_default();
-        return forbidden(needs);
+        // The token's role, not the connection's (a responder's UI
+        // issues viewer tokens: it named its own user as a responder).
+        let group = app.store.database().map_or_else(String::new, |db| {
+            worldline_pgstore::roles::group(&db.url.schema, Role::Responder)
+        });
+        return forbidden(format!(
+            "{what} needs a responder's token: token `{}` is a viewer's, which gets the store's redacted view only; ask for a responder's token from a UI connected with the role {group} (`worldline ui --token NAME=responder`)",
+            reader.name
+        ));
     }
     let unredacted = asked && reader.role == Some(Role::Responder);
     if unredacted {
@@ -105,7 +108,14 @@ pub(crate) fn readers(store: &StoreDir, cfg: &Config) -> Result<Vec<guard::Reade
         }
         return Ok(Vec::new());
     };
-    if cfg.unredacted || cfg.redact.is_some() {
+    if let Some(file) = &cfg.redact {
+        return Err(worldline_case::error::InputError::new(
+            "--redact",
+            format!("{}: {}", file.display(), worldline_store::store::OWN_POLICY),
+        )
+        .into());
+    }
+    if cfg.unredacted {
         return Err(worldline_case::error::InputError::new(
             "--unredacted",
             "a database store's UI shows the store's policy: a responder's token asks for a page raw with `?unredacted=1` (audited)",

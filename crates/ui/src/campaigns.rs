@@ -48,7 +48,7 @@ pub(crate) fn list(app: &Seen) -> Result<Reply> {
     let mut rows = Vec::new();
     for (id, mut r) in kept {
         if let Some(red) = redactor.as_mut() {
-            red.json(&mut r);
+            red.report(&mut r);
         }
         rows.push(listed(&id, &r));
     }
@@ -243,7 +243,7 @@ fn group(g: usize, group: &Value) -> Markup {
 pub(crate) fn page(app: &Seen, id: &str) -> Result<Reply> {
     let mut r = campaigns::load(&app.store, id).map_err(|e| super::NotFound(format!("{e:#}")))?;
     if let Some(red) = app.redactor()?.as_mut() {
-        red.json(&mut r);
+        red.report(&mut r);
     }
     let groups = r["groups"].as_array().cloned().unwrap_or_default();
     let o = html! {

@@ -632,11 +632,15 @@ fn ended_with(
 
 /// An error as the one JSON document `--json` promises on stdout.
 fn error_json(code: ExitCode, err: &anyhow::Error) -> serde_json::Value {
-    let input = err
-        .chain()
-        .find_map(|e| e.downcast_ref::<worldline_case::error::InputError>());
+    use worldline_case::error::{StoreUnreachable, input_of};
+    let input = input_of(err);
+    let kind = match code {
+        _ if err.chain().any(|e| e.is::<StoreUnreachable>()) => "store",
+        ExitCode::Input => "input",
+        _ => "internal",
+    };
     serde_json::json!({"error": {
-        "kind": if code == ExitCode::Input { "input" } else { "internal" },
+        "kind": kind,
         "exit_code": code as i32,
         "message": format!("{err:#}"),
         "file": input.map(|e| e.file.display().to_string()),

@@ -37,7 +37,7 @@ impl RedactArgs {
         if let Some(file) = &self.redact {
             return Err(worldline_case::error::InputError::new(
                 file,
-                "a database store redacts with its own policy (kept in the database): set it with `worldline redaction --set FILE`",
+                worldline_store::store::OWN_POLICY,
             )
             .into());
         }

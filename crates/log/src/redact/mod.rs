@@ -906,8 +906,25 @@ impl Redactor {
         self.json(v);
     }
 
-    /// Any other JSON a view shows (a campaign report): the values a path
-    /// hid elsewhere, and the detectors on every string and object key.
+    /// A kept report (a suite's or shard's `test --json`, a fuzz
+    /// campaign's): the state each case's failing checks quote learned as
+    /// a grade's is ([`checked_state`]), so the values the policy's
+    /// `state` paths hide are hidden where the checks and their reasons
+    /// quote them, then what [`json`](Self::json) hides (a shard's
+    /// report showed a path-hidden field's value raw).
+    pub fn report(&mut self, v: &mut Value) {
+        for case in v["cases"].as_array().into_iter().flatten() {
+            for a in case["failures"].as_array().into_iter().flatten() {
+                for (table, key, row) in checked_state(a) {
+                    self.state_row(&table, &key, row);
+                }
+            }
+        }
+        self.json(v);
+    }
+
+    /// Any other JSON a view shows: the values a path hid elsewhere, and
+    /// the detectors on every string and object key.
     pub fn json(&mut self, v: &mut Value) {
         self.hidden_again(v);
         self.strings(v);

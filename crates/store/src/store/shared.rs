@@ -17,9 +17,8 @@ use worldline_case::error::InputError;
 use worldline_pgstore::roles::Role;
 
 impl StoreDir {
-    /// Keep campaign `id`'s report with its redacted form (the store's
-    /// policy's detectors on every string; made again when the policy is
-    /// set). A responder's.
+    /// Keep campaign `id`'s report with its redacted form (under the
+    /// store's policy; made again when the policy is set). A responder's.
     pub fn put_campaign(&self, id: &str, report: &Value) -> Result<(), InputError> {
         let db = self.database_of("keeping a campaign's report")?;
         self.require_raw("keeping a campaign's report (`fuzz`)")?;
@@ -35,8 +34,8 @@ impl StoreDir {
     }
 
     /// A kept report's redacted form (canonical JSON): the store's
-    /// policy's detectors on every string, the policy read again first
-    /// when `fresh`.
+    /// policy over it ([`Redactor::report`](worldline_log::redact::Redactor::report)),
+    /// the policy read again first when `fresh`.
     pub(super) fn redacted_report(
         &self,
         report: &Value,
@@ -44,7 +43,7 @@ impl StoreDir {
     ) -> Result<String, InputError> {
         let shared = self.shared_policy(fresh)?;
         let mut redacted = report.clone();
-        worldline_log::redact::shared(&shared.policy, &shared.salt)?.json(&mut redacted);
+        worldline_log::redact::shared(&shared.policy, &shared.salt)?.report(&mut redacted);
         Ok(worldline_case::canon::to_string(&redacted))
     }
 
@@ -146,7 +145,7 @@ pub(super) fn report_redactor(
         let mut doc: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
         worldline_log::redact::shared(&policy, &salt)
             .map_err(|e| e.to_string())?
-            .json(&mut doc);
+            .report(&mut doc);
         Ok(worldline_case::canon::to_string(&doc))
     }
 }

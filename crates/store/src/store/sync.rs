@@ -108,27 +108,29 @@ impl StoreDir {
     /// database, whole or not at all (nothing to do for a folder store).
     /// A run the database did not take is moved out of `runs/` (to
     /// `unstored/`), so no reader takes it for a stored run.
-    pub fn publish(&self, run_id: &str) -> Result<(), InputError> {
+    /// Whether the run is new to the database (false: another writer
+    /// stored it first; a folder store's runs are always new). A run the
+    /// database could not take is an error marked
+    /// [`StoreUnreachable`](worldline_case::error::StoreUnreachable).
+    pub fn publish(&self, run_id: &str) -> Result<bool> {
         self.publish_parts(run_id, None)
     }
 
     /// [`publish`](Self::publish) for a run this process just finished,
     /// whose parts it holds: its bundle's lines are read, not parsed again.
-    pub fn publish_finished(&self, run_id: &str, run: Finished) -> Result<(), InputError> {
+    pub fn publish_finished(&self, run_id: &str, run: Finished) -> Result<bool> {
         self.publish_parts(run_id, Some(run))
     }
 
-    fn publish_parts(&self, run_id: &str, given: Option<Finished>) -> Result<(), InputError> {
+    fn publish_parts(&self, run_id: &str, given: Option<Finished>) -> Result<bool> {
         let Some(db) = &self.db else {
-            return Ok(());
+            return Ok(true);
         };
         if db.role == Role::Viewer {
-            return Err(crate::store::db_error(
-                db.needs(Role::Responder, "storing a run"),
-            ));
+            return Err(crate::store::db_error(db.needs(Role::Responder, "storing a run")).into());
         }
         let path = self.bundle_path(run_id);
-        let stored = (|| -> Result<()> {
+        let stored = (|| -> Result<bool> {
             let text = worldline_case::bounded::read_text(&path, worldline_case::bounded::BUNDLE)
                 .map_err(|e| InputError::new(&path, format!("cannot read the run: {e}")))?;
             let parsed;
@@ -206,7 +208,8 @@ impl StoreDir {
                             }
                         }
                     }
-                    Stored::New | Stored::Same => return Ok(()),
+                    Stored::New => return Ok(true),
+                    Stored::Same => return Ok(false),
                 }
             }
             Err(InputError::new(
@@ -215,8 +218,9 @@ impl StoreDir {
             )
             .into())
         })();
-        let Err(e) = stored else {
-            return Ok(());
+        let e = match stored {
+            Ok(new) => return Ok(new),
+            Err(e) => e,
         };
         let aside = self.root.join(UNSTORED).join(format!("{run_id}.jsonl"));
         let kept = std::fs::create_dir_all(aside.parent().unwrap_or(&self.root))
@@ -226,7 +230,13 @@ impl StoreDir {
             c.downcast_ref::<worldline_pgstore::DbError>()
                 .is_some_and(|d| d.lost)
         });
-        let mut message = format!("{e:#}");
+        // The database's own error already names its address: named once.
+        let said_by_db = e
+            .downcast_ref::<InputError>()
+            .filter(|i| i.file.as_os_str() == db.url.shown.as_str());
+        let from_db =
+            said_by_db.is_some() || (e.chain()).any(|c| c.is::<worldline_pgstore::DbError>());
+        let mut message = said_by_db.map_or_else(|| format!("{e:#}"), |i| i.message.clone());
         match (kept, lost) {
             // The server may have taken it before the connection ended:
             // told to run it again, a user stored it twice.
@@ -234,13 +244,21 @@ impl StoreDir {
                 "; the connection ended as the run was being stored, so the database may hold it: its bundle is kept at {}, and once the server is back the next command that reads the store removes that copy if the database has the run (`worldline runs` then lists it); run it again only if it does not",
                 aside.display()
             )),
-            (true, false) => message.push_str(&format!(
+            (true, false) if from_db => message.push_str(&format!(
                 "; the run was not stored (its bundle is kept at {}); run it again when the server is back",
+                aside.display()
+            )),
+            (true, false) => message.push_str(&format!(
+                "; the run was not stored (its bundle is kept at {})",
                 aside.display()
             )),
             (false, _) => {}
         }
-        Err(InputError::new(&db.url.shown, message))
+        let refused = InputError::new(&db.url.shown, message);
+        Err(match from_db {
+            true => worldline_case::error::StoreUnreachable(refused).into(),
+            false => refused.into(),
+        })
     }
 
     /// Bring the working folder up to date with the database (at most once

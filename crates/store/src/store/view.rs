@@ -12,6 +12,10 @@ use worldline_log::redact::Redactor;
 use worldline_pgstore::copies::{Remake, Shared};
 use worldline_pgstore::roles::Role;
 
+/// Why a database store refuses `--redact FILE` (every reader of one:
+/// `history`, `show`, `ui`, ...), and what to do instead.
+pub const OWN_POLICY: &str = "a database store redacts with its own policy (kept in the database): set it with `worldline redaction --set FILE`";
+
 impl StoreDir {
     /// The reader's role in a database store (none for a folder store).
     pub fn role(&self) -> Option<Role> {
