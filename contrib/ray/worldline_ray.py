@@ -9,6 +9,9 @@ the agent, the worlds and the binary must be at the same paths on every
 node (one image or a shared volume), as in a CI matrix. A relative path is
 made absolute from the driver's working folder before it is sent: a shard
 runs in its Ray worker's folder (where `ray start` ran), not the driver's.
+Likewise a shard has the environment of `ray start`, not the driver's: the
+driver's `PGPASSWORD`, `PGSSLMODE` and `PGSSLROOTCERT` (and each `--env
+NAME`) are sent with the job (Ray's `runtime_env`), never printed.
 
     python -m worldline_ray --cases cases/ --rollouts 8 --address HOST:6379 \
         --store postgres://... --agent agent.wasm --json
@@ -20,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -29,6 +33,12 @@ import time
 REPORT_CAP = 64 << 20
 # The tail of a failing command's stderr shown in the error.
 STDERR_TAIL = 4000
+# How long the cluster's address may take to accept a connection: Ray's
+# own client retries an address that never answers for many minutes.
+CONNECT_TIMEOUT_S = 10
+# What a shard's worldline reads for a PostgreSQL store besides its
+# address (docs/cli.md "Database stores"), sent from the driver when set.
+STORE_ENV = ("PGPASSWORD", "PGSSLMODE", "PGSSLROOTCERT")
 
 
 class RecipeError(Exception):
@@ -110,17 +120,63 @@ def summary_of(merged, shard_results, wall_s):
     }
 
 
+def unreachable(address, why):
+    """The recipe's error for a cluster it cannot reach at `address`."""
+    return RecipeError(
+        f"cannot reach the Ray cluster at {address} ({why}): start one (`ray start --head`) or pass its address"
+    )
+
+
+def check_reachable(address):
+    """Refuse a `HOST:PORT` (or `ray://HOST:PORT`) that takes no TCP
+    connection within CONNECT_TIMEOUT_S; `auto` and `local` are Ray's to
+    find."""
+    host, sep, port = address.split("://", 1)[-1].rpartition(":")
+    if not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        raise unreachable(address, e) from e
+
+
+def shard_env(args):
+    """The driver's variables a shard's worldline needs: the store's
+    (STORE_ENV) that are set, and each `--env NAME`; a relative
+    `PGSSLROOTCERT` made absolute, as the path arguments are."""
+    env = {n: os.environ[n] for n in (*STORE_ENV, *args.env) if os.environ.get(n)}
+    if env.get("PGSSLROOTCERT", "system") != "system":
+        env["PGSSLROOTCERT"] = os.path.abspath(env["PGSSLROOTCERT"])
+    return env
+
+
+def check_cpus(args, ray):
+    """Refuse `--cpus-per-shard` more than the largest node has: Ray would
+    hold such a task for good, saying so only in logs the driver hides."""
+    largest = max(
+        (n.get("Resources", {}).get("CPU", 0) for n in ray.nodes() if n.get("Alive")),
+        default=0,
+    )
+    if args.cpus_per_shard > largest:
+        cpus = f"{largest:g} CPU" + ("" if largest == 1 else "s")
+        raise RecipeError(
+            f"--cpus-per-shard {args.cpus_per_shard:g} is more than the largest node of the cluster has "
+            f"({cpus}), so no shard could start: give at most {largest:g}"
+        )
+
+
 def fan_out(args):
     """Run the suite's shards as Ray tasks, then merge them from the store."""
     import ray
 
+    check_reachable(args.address)
+    env = shard_env(args)
     try:
-        ray.init(address=args.address, log_to_driver=False)
+        ray.init(address=args.address, log_to_driver=False, runtime_env={"env_vars": env} if env else None)
     except (ConnectionError, RuntimeError, ValueError) as e:
-        raise RecipeError(
-            f"cannot reach the Ray cluster at {args.address} ({e}): start one (`ray start --head`) or pass its address"
-        ) from e
+        raise unreachable(args.address, e) from e
     try:
+        check_cpus(args, ray)
         shards = args.shards or max(1, int(ray.cluster_resources().get("CPU", 1)))
         # No retries: a shard run twice would store its runs twice.
         task = ray.remote(num_cpus=args.cpus_per_shard, max_retries=0)(run_shard)
@@ -160,6 +216,13 @@ def parse_args(argv):
     p.add_argument("--cpus-per-shard", type=float, default=1.0, help="CPUs a shard's task holds (default 1)")
     p.add_argument("--jobs", type=int, default=1, help="runs at once inside a shard (test --jobs)")
     p.add_argument("--model-set", action="append", default=[], metavar="K=V", help="the model endpoint's settings (test --model-set)")
+    p.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="send the driver's variable NAME to every shard (repeatable; e.g. the model's api_key_env)",
+    )
     p.add_argument("--worldline", default="worldline", help="the worldline binary on every node (default: on PATH)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON document")
     args = p.parse_args(argv)
@@ -171,6 +234,9 @@ def parse_args(argv):
         p.error("--shards must be at least 1 (or 0 for the cluster's CPUs)")
     if not args.store.startswith(("postgres://", "postgresql://")):
         p.error("--store must be a PostgreSQL store (postgres://...): every node writes into it")
+    for name in args.env:
+        if not os.environ.get(name):
+            p.error(f"--env {name}: the driver has no {name} to send (export it, or leave --env {name} out)")
     absolute(args)
     return args
 

@@ -1174,6 +1174,77 @@ fn token_ids_an_endpoint_does_not_return_are_reported_once() {
     assert!(events[0]["response"]["model_call"].get("tokens").is_none());
 }
 
+/// With `token_ids = true`, an answer without the ids has what it holds
+/// of the token fields taken out as well (rules 7): the agent gets the
+/// completion it would have had without them, a `logprobs` it asked for
+/// kept. Under rules 6 the `logprobs` it never asked for (or the prompt's
+/// ids) reached it and were recorded.
+#[test]
+fn token_fields_an_answer_without_the_ids_holds_are_taken_out_from_rules_7() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let logprobs =
+        json!({"content": [{"token": "t", "logprob": -0.5, "bytes": [116], "top_logprobs": []}]});
+    let answer = |choice: Value, top: &[(&str, Value)]| {
+        let mut body = json!({
+            "id": "chatcmpl-vllm-1",
+            "object": "chat.completion",
+            "created": 1_772_366_400,
+            "model": "Qwen/Qwen3-0.6B",
+            "choices": [choice],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+        });
+        for (k, v) in top {
+            body[*k] = v.clone();
+        }
+        Reply::Http(200, body.to_string(), Vec::new())
+    };
+    let message = json!({"role": "assistant", "content": "hi"});
+    let mut server = Server::start(vec![
+        // Log-probabilities, no ids.
+        answer(
+            json!({"index": 0, "message": message, "finish_reason": "stop", "logprobs": logprobs}),
+            &[],
+        ),
+        // The prompt's ids, none of the choice's.
+        answer(
+            json!({"index": 0, "message": message, "finish_reason": "stop", "logprobs": logprobs}),
+            &[("prompt_token_ids", json!([1, 2, 3]))],
+        ),
+        // Log-probabilities the agent asked for itself, no ids.
+        answer(
+            json!({"index": 0, "message": message, "finish_reason": "stop", "logprobs": logprobs}),
+            &[],
+        ),
+    ]);
+    let mut asked = ask("three");
+    asked["logprobs"] = json!(true);
+    let case = asker_case(
+        dir.path(),
+        "partial-tokens",
+        &[ask("one"), ask("two"), asked],
+        &openai_model(&server, "token_ids = true"),
+        "",
+    );
+    let out = run(&store, &case, &asker(), &[]);
+    out.expect_code(0);
+    server.stop();
+    // The recorded answer is the one the agent got.
+    let events = model_events(&out.bundle());
+    assert_eq!(events.len(), 3, "{out}");
+    for (i, e) in events.iter().enumerate() {
+        let ok = &e["response"]["ok"];
+        assert!(ok.get("prompt_token_ids").is_none(), "call {i}: {ok}");
+        let logprobs = ok["choices"][0].get("logprobs");
+        assert_eq!(logprobs.is_some(), i == 2, "call {i}: {ok}");
+        assert!(e["response"]["model_call"].get("tokens").is_none(), "{e}");
+    }
+    let run_id = out.json()["run_id"].as_str().unwrap().to_string();
+    let replay = worldline(&store, ["replay", &run_id, "--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}
+
 /// A run some of whose model calls came back without token ids says so
 /// in its trajectory (`tokens_missing`: those calls' events), as its ATIF
 /// document does in `notes`: `tokens` skipped them without a word.

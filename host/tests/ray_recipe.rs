@@ -4,13 +4,16 @@
 //! (tests/ray-python.sh): a 200-rollout suite into one PostgreSQL store,
 //! every rollout seen by `runs` and `merge --suite`, and every process the
 //! cluster started gone afterwards, also when the test fails; the
-//! driver's relative paths good in a cluster started elsewhere; a folder
-//! store refused before any cluster is reached.
+//! driver's relative paths good in a cluster started elsewhere, its
+//! `PGPASSWORD` and TLS settings good in a cluster started without them; a folder store
+//! refused before any cluster is reached, an address no cluster answers
+//! at said at once, `--cpus-per-shard` more than a node has refused.
 
 use crate::common::*;
 use serde_json::Value;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// Cases and rollouts per case: 200 rollouts, 40 of them failing.
@@ -96,52 +99,52 @@ fn suite(dir: &Path, n: usize, failing: usize) {
     }
 }
 
-#[test]
-#[cfg_attr(
-    not(worldline_tests_run),
-    ignore = "needs PostgreSQL, the pinned Python environments: run tests/run, which installs it"
-)]
-fn the_ray_recipe_runs_200_rollouts_on_three_nodes_into_one_store() {
+/// What the recipe did on a local cluster.
+struct Ran {
+    status: ExitStatus,
+    stdout: String,
+    /// Its exit, stdout and stderr, for a failing assertion.
+    said: String,
+    // Dropped in this order: the cluster's processes, then Ray's folder.
+    harness: Harness,
+    _temp: tempfile::TempDir,
+}
+
+/// Run the recipe (`python -m worldline_ray` with `recipe`, `{address}`
+/// the cluster's) in `project` with `driver_env` set for the driver only,
+/// on a local cluster of `nodes` one-CPU nodes started in `elsewhere`
+/// without `PGPASSWORD`, `PGSSLMODE` and `PGSSLROOTCERT` (a shard has the
+/// environment of `ray start`, not the driver's); it must end within
+/// `limit`.
+fn on_cluster(
+    nodes: usize,
+    project: &Path,
+    elsewhere: &Path,
+    recipe: &[&OsStr],
+    driver_env: &[(&str, &str)],
+    limit: Duration,
+) -> Ran {
     let python = ray_python();
-    let store = pg::cluster().fresh_store();
-    let dir = temp_dir();
-    // The driver runs in the project's folder, with the paths relative
-    // to it as a user types them; the cluster in another (a shard runs in
-    // its Ray worker's folder, where `cases/` was no such folder).
-    let project = dir.path().join("project");
-    let elsewhere = dir.path().join("cluster");
-    std::fs::create_dir_all(&elsewhere).unwrap();
-    suite(&project, CASES, FAILING);
-    std::fs::copy(guest("caller-agent"), project.join("agent.wasm")).unwrap();
-    std::os::unix::fs::symlink(worlds_dir(), project.join("worlds")).unwrap();
     // Ray's session folder: a short path (its sockets live there).
     let temp = tempfile::Builder::new()
         .prefix("wlray-")
         .tempdir_in("/tmp")
         .unwrap();
-
     let mut harness = Command::new(&python);
     harness
         .arg(tests_dir().join("training/ray_cluster.py"))
-        .arg("3")
+        .arg(nodes.to_string())
         .arg(temp.path())
         .args(["env".as_ref(), "-C".as_ref(), project.as_os_str()])
+        .args(driver_env.iter().map(|(k, v)| format!("{k}={v}")))
         .arg(&python)
-        .args(["-m", "worldline_ray", "--cases", "cases/"])
-        .args([
-            "--rollouts",
-            &ROLLOUTS.to_string(),
-            "--address",
-            "{address}",
-        ])
-        .arg("--store")
-        .arg(&store)
-        .args(["--agent", "agent.wasm", "--worlds", "worlds"])
-        .arg("--worldline")
-        .arg(env!("CARGO_BIN_EXE_worldline"))
-        .arg("--json")
+        .args(["-m", "worldline_ray"])
+        .args(recipe)
         .env("PYTHONPATH", workspace_root().join("contrib/ray"))
-        .current_dir(&elsewhere)
+        .env_remove("PGPASSWORD")
+        .env_remove("PGSSLMODE")
+        .env_remove("PGSSLROOTCERT")
+        .current_dir(elsewhere)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -160,7 +163,6 @@ fn the_ray_recipe_runs_200_rollouts_on_three_nodes_into_one_store() {
     let (stdout, stderr) = (harness.child.stdout.take(), harness.child.stderr.take());
     let out = std::thread::spawn(move || std::io::read_to_string(stdout.unwrap()).unwrap());
     let err = std::thread::spawn(move || std::io::read_to_string(stderr.unwrap()).unwrap());
-    let limit = Duration::from_secs(180);
     let status = loop {
         if let Some(status) = harness.child.try_wait().unwrap() {
             break status;
@@ -177,6 +179,85 @@ fn the_ray_recipe_runs_200_rollouts_on_three_nodes_into_one_store() {
         "the Ray recipe, cluster start and stop included: {:?}",
         started.elapsed()
     );
+    Ran {
+        status,
+        stdout,
+        said,
+        harness,
+        _temp: temp,
+    }
+}
+
+/// The address of `store` without its password.
+fn without_password(store: &str) -> String {
+    let shown = store.replace(&format!(":{}@", pg::PASSWORD), "@");
+    assert_ne!(shown, store, "{store} holds no password");
+    shown
+}
+
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL, the pinned Python environments: run tests/run, which installs it"
+)]
+fn the_ray_recipe_runs_200_rollouts_on_three_nodes_into_one_store() {
+    // A server that checks the password, over TLS only.
+    let pg = pg::own_tls_cluster(pg::Tls::Only);
+    let ca = pg.ca.clone().unwrap();
+    let address = pg.store_in(&pg::fresh_schema());
+    let store = PathBuf::from(format!(
+        "{address}&sslmode=verify-full&sslrootcert={}",
+        ca.display()
+    ));
+    let dir = temp_dir();
+    // The driver runs in the project's folder, with the paths relative
+    // to it as a user types them; the cluster in another (a shard runs in
+    // its Ray worker's folder, where `cases/` was no such folder).
+    let project = dir.path().join("project");
+    let elsewhere = dir.path().join("cluster");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    suite(&project, CASES, FAILING);
+    std::fs::copy(guest("caller-agent"), project.join("agent.wasm")).unwrap();
+    std::os::unix::fs::symlink(worlds_dir(), project.join("worlds")).unwrap();
+    std::fs::copy(&ca, project.join("ca.pem")).unwrap();
+
+    // The password and the TLS settings only in the driver's environment
+    // (the root certificate's path relative to its folder), as docs/cli.md
+    // shows: the shards had the cluster's, without them.
+    let rollouts = ROLLOUTS.to_string();
+    let address = without_password(&address);
+    let recipe: Vec<&OsStr> = [
+        "--cases",
+        "cases/",
+        "--rollouts",
+        &rollouts,
+        "--address",
+        "{address}",
+        "--store",
+        &address,
+        "--agent",
+        "agent.wasm",
+        "--worlds",
+        "worlds",
+        "--worldline",
+        env!("CARGO_BIN_EXE_worldline"),
+        "--json",
+    ]
+    .map(OsStr::new)
+    .to_vec();
+    let ran = on_cluster(
+        3,
+        &project,
+        &elsewhere,
+        &recipe,
+        &[
+            ("PGPASSWORD", pg::PASSWORD),
+            ("PGSSLMODE", "verify-full"),
+            ("PGSSLROOTCERT", "ca.pem"),
+        ],
+        Duration::from_secs(180),
+    );
+    let (status, stdout, said, harness) = (ran.status, &ran.stdout, &ran.said, &ran.harness);
 
     // Every process the cluster started has ended (raylets, GCS, workers).
     let gone = Instant::now();
@@ -282,5 +363,89 @@ fn the_ray_recipe_refuses_a_folder_store_before_reaching_a_cluster() {
     assert!(
         err.contains("--store must be a PostgreSQL store (postgres://...)"),
         "{err}"
+    );
+}
+
+/// An address no cluster answers at is said at once (exit 2): Ray's own
+/// client retried it for many minutes without a word to the user.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn the_ray_recipe_says_at_once_that_no_cluster_answers_at_its_address() {
+    let dir = temp_dir();
+    let mut recipe = Command::new(ray_python())
+        .args(["-m", "worldline_ray", "--cases"])
+        .arg(dir.path())
+        .args(["--rollouts", "2", "--address", "127.0.0.1:1"])
+        .args(["--store", "postgres://ci@127.0.0.1:1/evals"])
+        .env("PYTHONPATH", workspace_root().join("contrib/ray"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running the recipe");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = recipe.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = recipe.kill();
+            let _ = recipe.wait();
+            panic!("the recipe still waited for 127.0.0.1:1 after 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let err = std::io::read_to_string(recipe.stderr.take().unwrap()).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot reach the Ray cluster at 127.0.0.1:1 (")
+            && err.contains("start one (`ray start --head`) or pass its address"),
+        "{err}"
+    );
+}
+
+/// `--cpus-per-shard` more than any node has is refused before a shard is
+/// submitted, naming the largest node's CPUs: Ray held such tasks for
+/// good, its warning hidden from the driver.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn the_ray_recipe_refuses_more_cpus_per_shard_than_a_node_has() {
+    let dir = temp_dir();
+    let project = dir.path().join("project");
+    suite(&project, 1, 0);
+    let recipe = [
+        "--cases",
+        "cases/",
+        "--rollouts",
+        "1",
+        "--cpus-per-shard",
+        "2",
+        "--address",
+        "{address}",
+        "--store",
+        "postgres://ci@127.0.0.1:1/evals",
+    ]
+    .map(OsStr::new);
+    let ran = on_cluster(
+        2,
+        &project,
+        dir.path(),
+        &recipe,
+        &[],
+        Duration::from_secs(120),
+    );
+    let said = &ran.said;
+    assert_eq!(ran.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains(
+            "worldline_ray: --cpus-per-shard 2 is more than the largest node of the cluster has (1 CPU), so no shard could start: give at most 1"
+        ),
+        "{said}"
     );
 }

@@ -442,7 +442,10 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
         said_of("misspelt_arguments").contains("no key `args`"),
         "{said}"
     );
-    assert!(said_of("end_extra").contains("no key `please`"), "{said}");
+    assert!(
+        said_of("end_extra").contains("an end action takes no key `please`"),
+        "{said}"
+    );
     assert!(
         said_of("number_tool_name").contains("tool_name must be a string, not 5"),
         "{said}"
@@ -685,6 +688,86 @@ fn an_episode_ended_at_its_step_limit_replays_and_forks_to_that_end() {
     worldline(&store, ["verify", run]).expect_code(0);
     let fork = worldline(&store, ["fork", run, "--at", "2", "--json"]);
     assert_eq!(fork.json()["run_status"], "step_limit", "{fork}");
+}
+
+/// `serve --addr localhost:0 cases/` serves the folder's cases at
+/// 127.0.0.1 (said `invalid socket address syntax` and `cannot read
+/// case: is a folder`); a fork of an episode lists none of a process's
+/// caveats (an episode has no process), and `fork --agent` of it is
+/// refused before the agent is read (it was compiled first, for nothing).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_folder_served_at_localhost_forks_its_episode_as_an_episode() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    std::fs::write(
+        cases.join("look.toml"),
+        "world = \"incident@v4\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\n\
+         task = { message = \"look around\" }\n",
+    )
+    .unwrap();
+    let store = dir.path().join("store");
+    let mut server = Served(
+        crate::common::cli()
+            .args(["serve".as_ref(), cases.as_os_str()])
+            .args(["--addr", "localhost:0", "--json"])
+            .args([
+                "--worlds".as_ref(),
+                workspace_root().join("worlds").as_os_str(),
+            ])
+            .args(["--store".as_ref(), store.as_os_str()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting worldline serve"),
+    );
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let first = lines.next().expect("a first line").expect("stdout");
+    let said: Value = serde_json::from_str(&first).unwrap_or_else(|e| {
+        let _ = server.kill();
+        let err = std::io::read_to_string(server.stderr.take().unwrap()).unwrap();
+        panic!("serve said no address ({e}): {first}\n{err}")
+    });
+    std::thread::spawn(move || lines.for_each(drop));
+    assert_eq!(said["cases"], json!(["look"]), "{said}");
+    let addr = said["addr"].as_str().unwrap();
+    assert!(addr.starts_with("127.0.0.1:"), "{said}");
+    let client = "import json, sys\n\
+        from websockets.sync.client import connect\n\
+        with connect(sys.argv[1].replace('http://', 'ws://') + '/ws') as ws:\n\
+        \x20   ws.send(json.dumps({'type': 'reset', 'data': {}}))\n\
+        \x20   ws.recv(timeout=60)\n\
+        \x20   for action in [{'type': 'call_tool', 'tool_name': 'list_deploys', 'arguments': {}}, {'type': 'end'}]:\n\
+        \x20       ws.send(json.dumps({'type': 'step', 'data': action}))\n\
+        \x20       said = json.loads(ws.recv(timeout=60))\n\
+        \x20   print(json.dumps(said))\n";
+    let ended = run_client(&format!("http://{addr}"), client);
+    let _ = server.kill();
+    let _ = server.wait();
+    let run = ended["data"]["observation"]["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{ended}"));
+
+    let fork = worldline(&store, ["fork", run, "--at", "1"]);
+    assert!(
+        fork.stdout.contains("isolation: native") && !fork.stdout.contains("not guaranteed"),
+        "{fork}"
+    );
+    let other = worldline(
+        &store,
+        ["fork", run, "--at", "1", "--agent", "no-such-agent.wasm"],
+    );
+    other.expect_code(2);
+    assert!(
+        other.stderr.contains(
+            "--agent: a served episode or an MCP session forks with its client's own recorded steps"
+        ),
+        "{other}"
+    );
 }
 
 /// `tool_not_found` is a tool the world lacks, not a tool of the world

@@ -88,14 +88,12 @@ pub fn fork(
 ) -> Result<RunOutcome> {
     check::check(store, rec, at, &edits)?;
     let edits = shaped(rec, at, edits);
+    if agent.is_some()
+        && let Some(refused) = other_agent_refused(rec)
+    {
+        return Err(refused.into());
+    }
     if let Some(client) = rederive::rederived(&rec.bundle.header) {
-        if agent.is_some() {
-            return Err(InputError::new(
-                "--agent",
-                "a served episode or an MCP session forks with its client's own recorded steps; --agent names a WebAssembly agent (to take other steps from the fork point of a served episode, `reset` a `worldline serve` session with fork_of)",
-            )
-            .into());
-        }
         let parent = parent_of(rec, at, edits, false);
         let opts = options(store, rec, parent, None);
         let outcome = rederive::rerun(
@@ -116,16 +114,23 @@ pub fn fork(
         )?),
         None => None,
     };
-    if native.is_some() && agent.is_some() {
-        return Err(InputError::new(
-            "--agent",
-            "a native run forks with its own command; --agent names a WebAssembly agent",
-        )
-        .into());
-    }
     let parent = parent_of(rec, at, edits, false);
     let outcome = follow_then_live(sandbox, store, rec, &rec.case, parent, native, agent, None)?;
     kept_if_followed(store, outcome, at)
+}
+
+/// Why `rec` forks with no other agent than its own, if it does not: a
+/// served episode or an MCP session (its client's recorded steps) and a
+/// native run (its command). Asked before another agent is compiled.
+pub fn other_agent_refused(rec: &RecordedRun) -> Option<InputError> {
+    let why = if rederive::rederived(&rec.bundle.header).is_some() {
+        "a served episode or an MCP session forks with its client's own recorded steps; --agent names a WebAssembly agent (to take other steps from the fork point of a served episode, `reset` a `worldline serve` session with fork_of)"
+    } else if rec.bundle.header.native.is_some() {
+        "a native run forks with its own command; --agent names a WebAssembly agent"
+    } else {
+        return None;
+    };
+    Some(InputError::new("--agent", why))
 }
 
 /// A served episode `rec` forked at event `at`, for a `worldline serve`

@@ -50,17 +50,22 @@ pub struct Isolation {
     /// variables alone) or `isolated` (a network namespace of its own);
     /// absent for an MCP session.
     pub network: Option<String>,
-    /// What the WebAssembly sandbox guarantees and this run does not.
+    /// What the WebAssembly sandbox guarantees and this run's process
+    /// does not; empty for a run without a process worldline started (a
+    /// served episode, an MCP session).
     pub not_guaranteed: Vec<&'static str>,
 }
 
 impl Isolation {
     fn of(o: &RunOutcome) -> Option<Self> {
+        let native = o.header.native.as_ref();
+        let process = native.is_some_and(|n| n.transport == "exec");
         (o.header.isolation.as_deref() == Some("native")).then(|| Isolation {
             kind: "native",
-            network: o.header.native.as_ref().and_then(|n| n.network.clone()),
+            network: native.and_then(|n| n.network.clone()),
             not_guaranteed: worldline_engine::native::NOT_GUARANTEED
                 .iter()
+                .filter(|_| process)
                 .map(|(what, _)| *what)
                 .collect(),
         })
@@ -266,9 +271,11 @@ pub fn write(out: &mut impl Write, o: &RunOutcome) -> io::Result<()> {
             )?,
             None => {}
         }
-        writeln!(out, "  not guaranteed:")?;
-        for (what, why) in worldline_engine::native::NOT_GUARANTEED {
-            writeln!(out, "    {what}: {why}")?;
+        if !isolation.not_guaranteed.is_empty() {
+            writeln!(out, "  not guaranteed:")?;
+            for (what, why) in worldline_engine::native::NOT_GUARANTEED {
+                writeln!(out, "    {what}: {why}")?;
+            }
         }
     }
     if let Some(b) = &o.bundle {

@@ -24,7 +24,7 @@ pub struct McpArgs {
     /// Serve MCP over Streamable HTTP at this loopback address (e.g.
     /// 127.0.0.1:8765; port 0 picks a free one) instead of stdio. The
     /// endpoint is http://ADDR/mcp.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = super::serve_cmd::loopback_addr)]
     pub http: Option<SocketAddr>,
     /// Folder holding the worlds (default: the nearest `worlds/` above the case).
     #[arg(long)]

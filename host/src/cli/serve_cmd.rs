@@ -10,7 +10,7 @@ use anyhow::Result;
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use worldline_case::case;
+use worldline_case::case::{self, discover};
 use worldline_case::error::InputError;
 use worldline_engine::native::openenv::{self, Served};
 use worldline_runtime::sandbox::Sandbox;
@@ -21,13 +21,15 @@ const MOST_SESSIONS: usize = 4096;
 
 #[derive(Args)]
 pub struct ServeArgs {
-    /// The case files (TOML) a `reset` may name (by case name; with one,
-    /// `reset` need not name it).
+    /// The case files (TOML), or folders searched for them as `test`
+    /// does, a `reset` may name (by case name; with one, `reset` need not
+    /// name it).
     #[arg(required = true)]
     pub cases: Vec<PathBuf>,
-    /// The loopback address to serve at (port 0 picks a free one); the
-    /// WebSocket endpoint is ws://ADDR/ws.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8000")]
+    /// The loopback address to serve at (`127.0.0.1:PORT`, `[::1]:PORT` or
+    /// `localhost:PORT`; port 0 picks a free one); the WebSocket endpoint
+    /// is ws://ADDR/ws.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8000", value_parser = loopback_addr)]
     pub addr: SocketAddr,
     /// Sessions (client connections) at once; more are refused with
     /// OpenEnv's CAPACITY_REACHED.
@@ -42,6 +44,21 @@ pub struct ServeArgs {
     pub worlds: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// An `--addr` (or `mcp --http`) as typed: an IP address and port, or
+/// `localhost:PORT` as `127.0.0.1:PORT` (the name's address worldline
+/// listens at, not a lookup's).
+pub(super) fn loopback_addr(text: &str) -> Result<SocketAddr, String> {
+    if let Some(port) = text.strip_prefix("localhost:") {
+        return port
+            .parse::<u16>()
+            .map(|p| SocketAddr::from(([127, 0, 0, 1], p)))
+            .map_err(|_| format!("`{port}` is no port (0 to 65535): give localhost:PORT"));
+    }
+    text.parse().map_err(|_| {
+        "give an IP address and a port, as 127.0.0.1:8000 (or localhost:8000)".to_string()
+    })
 }
 
 /// Why no episode of `c` can pass, if none can: an episode's actions are
@@ -90,7 +107,7 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
         .into());
     }
     let mut cases = Vec::new();
-    for path in &args.cases {
+    for path in &discover::expand(&args.cases)? {
         let c = case::load(path, args.worlds.as_deref())?;
         if let Some(why) = unservable(&c) {
             return Err(InputError::new(path, why).into());

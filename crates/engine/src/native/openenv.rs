@@ -822,8 +822,9 @@ fn action_refusal(action: &Value) -> Option<String> {
         .keys()
         .find(|k| !keys.contains(&k.as_str()))
     {
+        let a = if kind == "end" { "an" } else { "a" };
         return Some(format!(
-            "a {kind} action takes no key `{k}` (it would be ignored): its keys are {}",
+            "{a} {kind} action takes no key `{k}` (it would be ignored): its keys are {}",
             keys.join(", ")
         ));
     }

@@ -31,7 +31,8 @@ pub struct Forked {
 /// Why a fork did not run, by whose fault.
 #[derive(Debug)]
 pub enum ForkError {
-    /// The edits do not parse or do not fit the run.
+    /// The edits do not parse or do not fit the run (nor does another
+    /// agent, for a run that forks only with its own).
     Edits(InputError),
     /// The other agent could not be loaded.
     Agent(anyhow::Error),
@@ -73,6 +74,12 @@ pub fn fork(
             rec.rules,
             rules::CURRENT
         ));
+    }
+    // Refused before the other agent is compiled (seconds, for nothing).
+    if args.agent.is_some()
+        && let Some(refused) = fork::other_agent_refused(rec)
+    {
+        return Err(ForkError::Edits(refused));
     }
     let agent = match &args.agent {
         Some(path) => {

@@ -6,7 +6,7 @@
 //! recorded before there were rules: 0.
 
 /// The rules a new run runs under.
-pub const CURRENT: u32 = 6;
+pub const CURRENT: u32 = 7;
 
 /// From 1: a route's path and query text is typed by every type its
 /// parameter's schema accepts (`type = ["integer", "null"]`, an
@@ -167,6 +167,14 @@ pub const A_PATH_ENDING_IN_A_SLASH_IS_A_FOLDER: u32 = 6;
 /// under 5 it named the case's `limits.memory_mb`, which was not the limit
 /// it met.
 pub const SERVICE_MEMORY_LIMIT_NAMED: u32 = 6;
+
+/// From 7: with `[model] token_ids = true`, an endpoint's answer that
+/// lacks the prompt's or the choice's token ids has what it does hold of
+/// them (`prompt_token_ids`, the choice's `token_ids`, its `logprobs`
+/// unless the agent asked for them) taken out all the same, so the agent
+/// gets the completion it would have had without them (decision 0350);
+/// under 6 such an answer reached the agent, and was recorded, with them.
+pub const TOKEN_FIELDS_TAKEN_WHEN_PARTIAL: u32 = 7;
 
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.

@@ -28,25 +28,42 @@ fn ids(v: &Value) -> Option<Vec<u64>> {
 
 /// Take the token fields out of `completion` (so the agent sees the
 /// answer it would have had without asking for them); the first choice's
-/// `logprobs` stay when the agent asked for them itself. `None` (nothing
-/// taken) when the answer lacks prompt or completion ids.
-pub fn take(completion: &mut Value, agent_asked_logprobs: bool) -> Option<Tokens> {
+/// `logprobs` stay when the agent asked for them itself. `None` when the
+/// answer lacks prompt or completion ids: under `rules` from
+/// [`TOKEN_FIELDS_TAKEN_WHEN_PARTIAL`](super::rules::TOKEN_FIELDS_TAKEN_WHEN_PARTIAL)
+/// the fields it has are taken out all the same; under earlier rules
+/// nothing was.
+pub fn take(completion: &mut Value, agent_asked_logprobs: bool, rules: u32) -> Option<Tokens> {
+    let tokens = found(completion);
+    if tokens.is_some() || rules >= super::rules::TOKEN_FIELDS_TAKEN_WHEN_PARTIAL {
+        if let Some(choice) = completion
+            .get_mut("choices")
+            .and_then(|c| c.get_mut(0))
+            .and_then(Value::as_object_mut)
+        {
+            choice.remove("token_ids");
+            if !agent_asked_logprobs {
+                choice.remove("logprobs");
+            }
+        }
+        if let Some(o) = completion.as_object_mut() {
+            o.remove("prompt_token_ids");
+        }
+    }
+    tokens
+}
+
+/// The token ids and log-probabilities `completion` holds, when it holds
+/// both its prompt's and its first choice's ids.
+fn found(completion: &Value) -> Option<Tokens> {
     let prompt = ids(completion.get("prompt_token_ids")?)?;
-    let choice = completion.get_mut("choices")?.get_mut(0)?;
+    let choice = completion.get("choices")?.get(0)?;
     let done = ids(choice.get("token_ids")?)?;
     let logprobs = choice["logprobs"]["content"].as_array().and_then(|c| {
         c.iter()
             .map(|t| t["logprob"].as_f64())
             .collect::<Option<Vec<f64>>>()
     });
-    let choice = choice.as_object_mut()?;
-    choice.remove("token_ids");
-    if !agent_asked_logprobs {
-        choice.remove("logprobs");
-    }
-    if let Some(o) = completion.as_object_mut() {
-        o.remove("prompt_token_ids");
-    }
     Some(Tokens {
         prompt,
         completion: done,
@@ -217,6 +234,17 @@ mod tests {
         let read = read(&[event(2, ra), event(5, rb)]);
         assert_eq!(read[&2], a);
         assert_eq!(read[&5], b);
+    }
+
+    #[test]
+    fn an_answer_without_ids_keeps_its_token_fields_only_under_rules_before_7() {
+        let partial = json!({"prompt_token_ids": [1], "choices": [{"logprobs": {"content": []}}]});
+        let mut old = partial.clone();
+        assert_eq!(take(&mut old, false, 6), None);
+        assert_eq!(old, partial);
+        let mut new = partial.clone();
+        assert_eq!(take(&mut new, false, 7), None);
+        assert_eq!(new, json!({"choices": [{}]}));
     }
 
     #[test]

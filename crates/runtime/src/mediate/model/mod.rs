@@ -31,7 +31,7 @@ use worldline_case::canon;
 use worldline_case::case::model::{CassetteMode, ModelConfig, Provider};
 use worldline_case::error_kind::ErrorKind;
 use worldline_log::log::call::{ModelAnswer, ModelRequest, Transport};
-use worldline_log::log::{Effect, Extends, Held, Kind, kind};
+use worldline_log::log::{Effect, Extends, Held, Kind, kind, rules};
 
 /// The call name of model events.
 pub const CALL: &str = Kind::ModelComplete.name();
@@ -157,24 +157,25 @@ impl ModelService {
     /// `seq` the `model.complete` event the call is recorded as (`None`:
     /// recorded elsewhere, a judge's or a simulated user's call).
     pub fn serve(&mut self, request: &Value, wall_ns: i128, seq: Option<u64>) -> ServiceReply {
-        self.serve_as(request, wall_ns, seq, false)
+        self.serve_as(request, wall_ns, seq, false, rules::CURRENT)
     }
 
-    /// [`serve`](Self::serve); `appended`: `request` holds only the
-    /// messages it appended to the last one's (a request read as resent,
-    /// decision 0392; the scripted model only).
+    /// [`serve`](Self::serve) under a run's `rules`; `appended`: `request`
+    /// holds only the messages it appended to the last one's (a request
+    /// read as resent, decision 0392; the scripted model only).
     fn serve_as(
         &mut self,
         request: &Value,
         wall_ns: i128,
         seq: Option<u64>,
         appended: bool,
+        rules: u32,
     ) -> ServiceReply {
         self.calls += 1;
         let (response, latency_ms) = match self.config.provider {
             Provider::Scripted => self.scripted_answer(request, wall_ns, seq, appended),
-            Provider::Openai => self.endpoint_answer(request, None, seq),
-            Provider::Recorded => self.recorded_answer(request, seq),
+            Provider::Openai => self.endpoint_answer(request, None, seq, rules),
+            Provider::Recorded => self.recorded_answer(request, seq, rules),
         };
         let effect = if response.get("error").is_some() {
             Effect::Failed
@@ -237,6 +238,7 @@ impl ModelService {
         request: &Value,
         cassette: Option<&str>,
         seq: Option<u64>,
+        rules: u32,
     ) -> (Value, u64) {
         let latency = self.config.latency_ms;
         let Some(endpoint) = &self.endpoint else {
@@ -256,7 +258,7 @@ impl ModelService {
         let mut response = match outcome.answer {
             Ok(mut v) => {
                 if self.config.token_ids {
-                    self.take_tokens(&mut v, &mut record, request, seq);
+                    self.take_tokens(&mut v, &mut record, request, seq, rules);
                 }
                 crate::mediate::ok(v)
             }
@@ -267,20 +269,21 @@ impl ModelService {
     }
 
     /// Move the token ids of `completion` into `record.tokens` (decision
-    /// 0350); the raw answer, which holds them again, is then recorded by
-    /// its SHA-256 only.
+    /// 0350), as the run's `rules` take them; the raw answer, which holds
+    /// them again, is then recorded by its SHA-256 only.
     fn take_tokens(
         &mut self,
         completion: &mut Value,
         record: &mut Value,
         request: &Value,
         seq: Option<u64>,
+        rules: u32,
     ) {
         let asked = !matches!(
             request.get("logprobs"),
             None | Some(Value::Null | Value::Bool(false))
         );
-        let Some(mut t) = worldline_log::log::tokens::take(completion, asked) else {
+        let Some(mut t) = worldline_log::log::tokens::take(completion, asked, rules) else {
             return;
         };
         t.tokenizer = self
@@ -297,10 +300,10 @@ impl ModelService {
         }
     }
 
-    fn recorded_answer(&mut self, request: &Value, seq: Option<u64>) -> (Value, u64) {
+    fn recorded_answer(&mut self, request: &Value, seq: Option<u64>, rules: u32) -> (Value, u64) {
         let latency = self.config.latency_ms;
         if self.config.cassette == CassetteMode::All {
-            return self.endpoint_answer(request, Some("all"), seq);
+            return self.endpoint_answer(request, Some("all"), seq, rules);
         }
         let Some(recording) = self.recording.as_mut() else {
             let r = error_answer(
@@ -314,7 +317,7 @@ impl ModelService {
             return (hit, latency);
         }
         if self.config.cassette == CassetteMode::Once {
-            return self.endpoint_answer(request, Some("miss"), seq);
+            return self.endpoint_answer(request, Some("miss"), seq, rules);
         }
         let message = format!(
             "no recorded answer for this request (key {}) in {}; the cassette is `none`, so nothing is asked live (set [model] cassette = \"once\" to record misses)",
@@ -418,8 +421,9 @@ impl RunState {
             if miss {
                 return error_answer(ErrorKind::Unavailable, message);
             }
-            let now = s.clock.wall_ns();
-            s.model.serve(&recorded["request"], now, Some(seq))
+            let (now, rules) = (s.clock.wall_ns(), s.rules);
+            s.model
+                .serve_as(&recorded["request"], now, Some(seq), false, rules)
         };
         // The conversation is moved into the recorded request, not copied.
         let live = ModelService::is_live(label) || followed.is_some();
@@ -507,8 +511,8 @@ impl model::Host for RunState {
         let r = match self.resent_call(&request_json) {
             Some((request, view, x, tail)) => {
                 let serve = |s: &mut super::HostServices, _: &Value| {
-                    let now = s.clock.wall_ns();
-                    s.model.serve_as(&view, now, Some(seq), true)
+                    let (now, rules) = (s.clock.wall_ns(), s.rules);
+                    s.model.serve_as(&view, now, Some(seq), true, rules)
                 };
                 let r = (self.med)
                     .call_extending::<kind::ModelComplete>(request, x, serve)
