@@ -371,7 +371,7 @@ fn the_ray_recipe_refuses_a_folder_store_before_reaching_a_cluster() {
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),
-    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+    ignore = "needs PostgreSQL, the pinned Python environments: run tests/run, which installs it"
 )]
 fn the_ray_recipe_says_at_once_that_no_cluster_answers_at_its_address() {
     let dir = temp_dir();
@@ -413,7 +413,7 @@ fn the_ray_recipe_says_at_once_that_no_cluster_answers_at_its_address() {
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),
-    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+    ignore = "needs PostgreSQL, the pinned Python environments: run tests/run, which installs it"
 )]
 fn the_ray_recipe_refuses_more_cpus_per_shard_than_a_node_has() {
     let dir = temp_dir();
