@@ -102,6 +102,16 @@ fn import_is_deterministic_and_every_oracle_validates(domain: &str, tasks: usize
     assert!(again.stderr.contains("already exists"), "{again}");
 
     with_service(&a, domain);
+    // Every file of the import the README names is there (it named the
+    // service `worlds/tau2-airline/v1/airline.py`, which is not).
+    for named in readme.split('`').skip(1).step_by(2) {
+        if named.starts_with("worlds/") || named.starts_with("service/") {
+            assert!(
+                a.join(named).is_file(),
+                "the README names {named}, not in the import"
+            );
+        }
+    }
     let cases = a.join("cases");
     let out = worldline(
         &store,
