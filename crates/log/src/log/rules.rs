@@ -6,7 +6,7 @@
 //! recorded before there were rules: 0.
 
 /// The rules a new run runs under.
-pub const CURRENT: u32 = 6;
+pub const CURRENT: u32 = 7;
 
 /// From 1: a route's path and query text is typed by every type its
 /// parameter's schema accepts (`type = ["integer", "null"]`, an
@@ -167,6 +167,14 @@ pub const A_PATH_ENDING_IN_A_SLASH_IS_A_FOLDER: u32 = 6;
 /// under 5 it named the case's `limits.memory_mb`, which was not the limit
 /// it met.
 pub const SERVICE_MEMORY_LIMIT_NAMED: u32 = 6;
+
+/// From 7: a tool that validates `lax` takes a number where its schema
+/// asks for a boolean or an integer as pydantic's lax mode does: `0` and
+/// `1` (`0.0`, `1.0`) are `false` and `true`, a whole float (`7.0`) is the
+/// integer `7`, and the tool (or service) runs with the converted value;
+/// under 6 such a boolean was `invalid-args` (an AgentDojo tool that
+/// takes `recurring = 1` refused it) and the float went on as sent.
+pub const LAX_NUMBERS_AS_PYDANTIC: u32 = 7;
 
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
