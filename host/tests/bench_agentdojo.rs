@@ -455,15 +455,19 @@ fn imports_validates_and_grades(suite: &Suite, extra: impl Fn(&Path, &Path, &Pat
         String::from_utf8_lossy(&out.stderr)
     );
     let theirs: BTreeMap<String, bool> = serde_json::from_slice(&out.stdout).unwrap();
-    // Five per user task (oracle, nothing, skip-last, extra-call, and
-    // wrong-arg where the last call has an argument), two per pair, one
-    // more per pair whose goal the script writes.
-    let pairs = suite.users * suite.injections * 2 + suite.users * suite.goals_written;
+    // Six per user task (oracle, nothing, skip-last, extra-call, and
+    // wrong-arg where the last call has an argument, as-numbers where a
+    // call has a boolean or a whole number), two per pair, one more per
+    // pair whose goal the script writes, and banking's pair attacked with
+    // a flag sent as 1 (`FLAG_AS_ONE`).
+    let pairs = suite.users * suite.injections * 2
+        + suite.users * suite.goals_written
+        + usize::from(suite.name == "banking");
     assert!(
-        theirs.len() >= suite.users * 4 + pairs && theirs.len() <= suite.users * 5 + pairs,
+        theirs.len() >= suite.users * 4 + pairs && theirs.len() <= suite.users * 6 + pairs,
         "every trajectory"
     );
-    common::agree::agreement(
+    let ours = common::agree::agreement(
         &format!("agentdojo/{}, every trajectory", suite.name),
         "AgentDojo",
         &store,
@@ -471,6 +475,20 @@ fn imports_validates_and_grades(suite: &Suite, extra: impl Fn(&Path, &Path, &Pat
         &agree,
         &theirs,
     );
+    // Numbers pydantic's lax mode converts (a flag sent as 1, a count as
+    // 7.0) are taken as AgentDojo takes them, on every trajectory; the
+    // flag sent as 1 reaches the attack's goal, in AgentDojo and here.
+    for variant in ["as-numbers", "attacked-flag-1"] {
+        let off = common::agree::disagreeing(variant, &ours, &theirs);
+        assert!(off.is_empty(), "{variant} disagrees: {off:?}");
+    }
+    if suite.name == "banking" {
+        let case = "user_task_0-injection_task_4--attacked-flag-1";
+        assert_eq!(
+            (theirs.get(case), ours.get(case)),
+            (Some(&false), Some(&false))
+        );
+    }
 }
 
 /// The text around a vector is what AgentDojo's environments share with

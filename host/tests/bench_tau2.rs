@@ -102,6 +102,16 @@ fn import_is_deterministic_and_every_oracle_validates(domain: &str, tasks: usize
     assert!(again.stderr.contains("already exists"), "{again}");
 
     with_service(&a, domain);
+    // Every file of the import the README names is there (it named the
+    // service `worlds/tau2-airline/v1/airline.py`, which is not).
+    for named in readme.split('`').skip(1).step_by(2) {
+        if named.starts_with("worlds/") || named.starts_with("service/") {
+            assert!(
+                a.join(named).is_file(),
+                "the README names {named}, not in the import"
+            );
+        }
+    }
     let cases = a.join("cases");
     let out = worldline(
         &store,
@@ -156,6 +166,59 @@ fn import_is_deterministic_and_every_oracle_validates(domain: &str, tasks: usize
     );
     if domain == "airline" {
         an_exception_is_answered_with_its_text(&store, &a);
+    }
+    a_value_tau2_s_model_refuses_is_refused_with_its_text(&store, &a, domain);
+}
+
+/// A value tau2's pydantic model refuses for its field fails the call
+/// with pydantic's text, as in tau2 (which stores nothing of it): a
+/// certificate's amount `"fifty"`, a reservation's insurance `"YES"`, an
+/// address's zip `80279` (a number for a string). The port stored each.
+fn a_value_tau2_s_model_refuses_is_refused_with_its_text(store: &Path, dir: &Path, domain: &str) {
+    let (call, said) = if domain == "airline" {
+        (
+            r#"tool = "send_certificate"
+args = { user_id = "noah_muller_9847", amount = "fifty" }"#,
+            "1 validation error for Certificate\\namount\\n  Input should be a valid number, unable to parse string as a number [type=float_parsing, input_value='fifty', input_type=str]",
+        )
+    } else {
+        (
+            r#"tool = "modify_user_address"
+args = { user_id = "noah_brown_6181", address1 = "986 Sunset Drive", address2 = "Suite 259", city = "Denver", state = "CO", country = "USA", zip = 80279 }"#,
+            "1 validation error for UserAddress\\nzip\\n  Input should be a valid string [type=string_type, input_value=80279, input_type=int]",
+        )
+    };
+    let mut cases = vec![(format!("refused-{domain}"), call.to_string(), said)];
+    if domain == "airline" {
+        cases.push((
+            "refused-insurance".into(),
+            r#"tool = "book_reservation"
+args = { user_id = "sophia_silva_7557", origin = "ORD", destination = "PHL", flight_type = "one_way", cabin = "economy", flights = [{ flight_number = "HAT271", date = "2024-05-26" }], passengers = [{ first_name = "Sophia", last_name = "Silva", dob = "1957-10-05" }], payment_methods = [{ payment_id = "certificate_8045380", amount = 174 }], total_baggages = 0, nonfree_baggages = 0, insurance = "YES" }"#
+                .into(),
+            "1 validation error for Reservation\\ninsurance\\n  Input should be 'yes' or 'no' [type=literal_error, input_value='YES', input_type=str]",
+        ));
+    }
+    for (name, call, said) in cases {
+        let case = dir.join(format!("{name}.toml"));
+        std::fs::write(
+            &case,
+            format!(
+                "world = \"tau2-{domain}@v1\"\nseed = 1\nclock = 2024-05-15T20:00:00Z\ntask = {{ id = \"x\" }}\n\n[[expect.gold]]\n{call}\n"
+            ),
+        )
+        .unwrap();
+        let out = worldline(
+            store,
+            [
+                "validate".as_ref(),
+                case.as_os_str(),
+                "--worlds".as_ref(),
+                dir.join("worlds").as_os_str(),
+                "--json".as_ref(),
+            ],
+        );
+        let result = out.json()["results"][0].to_string();
+        assert!(result.contains(said), "{name}: {out}");
     }
 }
 
@@ -256,7 +319,7 @@ fn agreement(
     tau2: &BTreeMap<String, f64>,
 ) {
     let passed = tau2.iter().map(|(c, r)| (c.clone(), *r == 1.0)).collect();
-    common::agree::agreement(
+    let ours = common::agree::agreement(
         &format!("tau2/{domain}, tasks at stride {stride}"),
         "tau2",
         store,
@@ -264,6 +327,13 @@ fn agreement(
         agree,
         &passed,
     );
+    // A number tau2's models convert (`50.0` or `"50"` for a certificate's
+    // amount, `0.0` for a baggage count) is stored as tau2 stores it, on
+    // every trajectory.
+    for variant in ["float-numbers", "text-numbers"] {
+        let off = common::agree::disagreeing(variant, &ours, &passed);
+        assert!(off.is_empty(), "{variant} disagrees: {off:?}");
+    }
 }
 
 /// Telecom, whose user has tools of their own (the phone), in one test to

@@ -1265,3 +1265,79 @@ fn a_limit_arg_declared_as_no_number_is_a_problem_at_its_tool() {
         worldline(&store, ["check".as_ref(), file.as_os_str()]).expect_code(0);
     }
 }
+
+/// A world whose `lax` tool takes a flag and a count, as an AgentDojo
+/// tool does (`recurring: bool | None`, `id: int`).
+const LAX_WORLD: &str = r#"name = "lax"
+version = 1
+
+[tables.payments]
+key = "id"
+
+[permissions]
+default = "allow"
+
+[[tools]]
+name = "schedule"
+params = { type = "object", properties = { recurring = { anyOf = [{ type = "boolean" }, { type = "null" }] }, times = { type = "integer" } }, required = ["recurring", "times"] }
+validate = "lax"
+op = "insert"
+table = "payments"
+row = { recurring = "$recurring", times = "$times" }
+"#;
+
+/// From rules 7 a `lax` tool takes `1`/`0` for a boolean and a whole
+/// float for an integer, as pydantic's lax mode does (AgentDojo's tools
+/// take `recurring = 1`, and an injection that sent it reached its goal):
+/// under rules 6 the flag was `invalid-args` and `7.0` went on as a float.
+/// A fork of the run recorded under rules 6 answers as rules 6 did.
+#[test]
+fn a_lax_tool_takes_numbers_for_booleans_and_integers_from_rules_7() {
+    let root = temp_dir();
+    let worlds = common::write_world(root.path(), "lax", LAX_WORLD, &[]);
+    let calls = json!([
+        {"tool": "schedule", "args": {"recurring": 1, "times": 7.0}},
+        {"tool": "schedule", "args": {"recurring": 0.0, "times": 2}},
+        {"tool": "schedule", "args": {"recurring": 2, "times": 1}},
+        {"tool": "schedule", "args": {"recurring": true, "times": 7.5}},
+    ]);
+    let case = write_case(
+        root.path(),
+        "lax",
+        &format!(
+            "world = \"lax@v1\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\ntask = {}\n{}",
+            toml_inline(&json!({ "calls": calls })),
+            r#"
+[[expect.state]]
+table = "payments"
+where = { recurring = true, times = 7 }
+count = 1
+"#
+        ),
+    );
+    let store = root.path().join("store");
+    let out = common::run_in(&store, &case, &caller(), &worlds);
+    out.expect_code(0);
+    let got = answers(&out);
+    assert_eq!(got[0]["ok"]["recurring"], true, "{got:?}");
+    assert!(got[0]["ok"]["times"].is_i64(), "{got:?}");
+    assert_eq!(got[1]["ok"]["recurring"], false, "{got:?}");
+    // What pydantic refuses is refused.
+    for i in [2, 3] {
+        assert_eq!(got[i]["error"]["kind"], "invalid-args", "call {i}: {got:?}");
+    }
+    common::replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+
+    let old = root.path().join("rules-6.jsonl");
+    common::under_rules(&out.bundle(), 6, &old);
+    let fork = common::wl(&store, &[&"fork", &old, &"--at", &"0", &"--json"]);
+    let forked = fork.output();
+    assert_eq!(forked[0]["error"]["kind"], "invalid-args", "{fork}");
+    assert!(
+        forked[1]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("boolean"),
+        "{fork}"
+    );
+}

@@ -2,7 +2,9 @@
 every task of a tau2 domain, the oracle (its gold actions, then its
 communicate_info said to the user) and perturbed trajectories (the last
 call with a wrong argument, the last call skipped, the last call made
-twice, nothing at all), each played against tau2's own environment and
+twice, nothing at all; the gold actions with each whole number sent as a
+float, `50.0`, or each number as text, `"50"`, which tau2's models
+convert), each played against tau2's own environment and
 graded by tau2's own evaluator (`evaluate_simulation`, all reward types
 of the task's basis). Writes, for each trajectory, a copy of the imported
 case whose task is that trajectory for the `caller` test guest, and
@@ -78,6 +80,24 @@ def wrong(args):
     return None
 
 
+def numbers_as(v, how):
+    """`v` with each number in it (not a bool) made `how(number)`, or
+    None when it has none."""
+    found = []
+
+    def walk(x):
+        if isinstance(x, dict):
+            return {k: walk(y) for k, y in x.items()}
+        if isinstance(x, list):
+            return [walk(y) for y in x]
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            found.append(x)
+            return how(x)
+        return x
+    out = walk(v)
+    return out if found else None
+
+
 def telecom_steps(task):
     """Telecom's gold as the steps a trajectory is made of, in order: an
     agent's call `(name, args)`, or a user's call of their own tool
@@ -115,6 +135,9 @@ def variants(task):
         w = wrong(gold[-1][1])
         if w is not None:
             out["wrong-arg"] = (gold[:-1] + [(gold[-1][0], w)], said)
+        if numbers_as([a for _, a in gold], float) is not None:
+            for variant, how in [("float-numbers", float), ("text-numbers", str)]:
+                out[variant] = ([(n, numbers_as(a, how) or a) for n, a in gold], said)
     return out
 
 

@@ -10,7 +10,7 @@ use std::path::Path;
 
 /// The trajectories in `agree` run against the imported project `dir`,
 /// compared with `theirs` (case → passed by `grader`); `what` names the
-/// benchmark in the printed table.
+/// benchmark in the printed table. Worldline's verdicts, by case.
 pub fn agreement(
     what: &str,
     grader: &str,
@@ -18,7 +18,7 @@ pub fn agreement(
     dir: &Path,
     agree: &Path,
     theirs: &BTreeMap<String, bool>,
-) {
+) -> BTreeMap<String, bool> {
     let ran = worldline(
         store,
         [
@@ -75,4 +75,21 @@ pub fn agreement(
         f64::from(ok) / f64::from(n) >= 0.995,
         "{shown}\n{disagree:#?}"
     );
+    ours
+}
+
+/// The cases of `variant` (`CASE--VARIANT`) on which `ours` and `theirs`
+/// disagree: none, for a variant that must agree on every trajectory.
+pub fn disagreeing(
+    variant: &str,
+    ours: &BTreeMap<String, bool>,
+    theirs: &BTreeMap<String, bool>,
+) -> Vec<String> {
+    theirs
+        .iter()
+        .filter(|(case, there)| {
+            case.split("--").nth(1) == Some(variant) && ours.get(*case) != Some(there)
+        })
+        .map(|(case, _)| case.clone())
+        .collect()
 }

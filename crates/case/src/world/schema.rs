@@ -144,13 +144,19 @@ pub(crate) fn validate(schema: &Value, value: &Value) -> Result<(), String> {
 /// `value` with text converted where the schema asks for a number, an
 /// integer or a boolean and not for text (`"12"` → `12`, `"2.5"` → `2.5`,
 /// `"true"` → `true`), as pydantic's lax mode does, inside objects
-/// (`properties`, `additionalProperties`) and arrays (`items`) too. What
-/// does not convert is left as it is, for [`validate`] to refuse.
-pub(crate) fn coerce(schema: &Value, value: &Value) -> Value {
+/// (`properties`, `additionalProperties`) and arrays (`items`) too; with
+/// `numbers` (rules 7) a number too, where the schema does not take it as
+/// it is: `0`/`1` (`0.0`/`1.0`) for a boolean, a whole float (`7.0`) for an
+/// integer. What does not convert is left as it is, for [`validate`] to
+/// refuse.
+pub(crate) fn coerce(schema: &Value, value: &Value, numbers: bool) -> Value {
     let Value::Object(s) = schema else {
         return value.clone();
     };
     match value {
+        Value::Number(n) if numbers => {
+            number(&accepted_types(s), n).unwrap_or_else(|| value.clone())
+        }
         Value::String(text) => {
             let types = accepted_types(s);
             if types.iter().any(|t| t == "string") {
@@ -192,18 +198,39 @@ pub(crate) fn coerce(schema: &Value, value: &Value) -> Value {
                         let sub = props.and_then(|p| p.get(k)).or(extra);
                         (
                             k.clone(),
-                            sub.map_or_else(|| v.clone(), |sub| coerce(sub, v)),
+                            sub.map_or_else(|| v.clone(), |sub| coerce(sub, v, numbers)),
                         )
                     })
                     .collect(),
             )
         }
         Value::Array(items) => match s.get("items") {
-            Some(sub) => Value::Array(items.iter().map(|i| coerce(sub, i)).collect()),
+            Some(sub) => Value::Array(items.iter().map(|i| coerce(sub, i, numbers)).collect()),
             None => value.clone(),
         },
         other => other.clone(),
     }
+}
+
+/// A number converted to a type of `types` that takes it where none takes
+/// it as it is, as pydantic's lax mode converts it: a whole float
+/// (within 64 bits) to an integer, `0` and `1` (`0.0`, `1.0`) to a boolean;
+/// `None` when it stays.
+fn number(types: &[String], n: &serde_json::Number) -> Option<Value> {
+    let has = |t: &str| types.iter().any(|x| x == t);
+    if has("number") || (has("integer") && (n.is_i64() || n.is_u64())) {
+        return None;
+    }
+    let f = n.as_f64()?;
+    // pydantic takes a float within 64 bits (exclusive) for an int.
+    const BOUND: f64 = 9_223_372_036_854_775_808.0;
+    if has("integer") && f.fract() == 0.0 && f > -BOUND && f < BOUND {
+        return Some(Value::from(f as i64));
+    }
+    if has("boolean") && (f == 0.0 || f == 1.0) {
+        return Some(Value::Bool(f == 1.0));
+    }
+    None
 }
 
 /// The `type`s a schema accepts, its `anyOf`/`oneOf` options' included
@@ -455,13 +482,59 @@ mod tests {
             }
         });
         let sent = json!({"n": "12", "amount": "2.5", "ok": "true", "id": "7", "ids": ["1", "x"]});
+        for numbers in [false, true] {
+            assert_eq!(
+                coerce(&schema, &sent, numbers),
+                json!({"n": 12, "amount": 2.5, "ok": true, "id": "7", "ids": [1, "x"]})
+            );
+            // What does not convert stays, for validation to refuse.
+            let half = coerce(&schema, &json!({"n": "1.5"}), numbers);
+            assert_eq!(half, json!({"n": "1.5"}));
+            assert!(validate(&schema, &half).is_err());
+        }
+    }
+
+    #[test]
+    fn lax_coercion_from_rules_7_turns_numbers_into_booleans_and_integers_as_pydantic_does() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer"},
+                "amount": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+                "ok": {"anyOf": [{"type": "boolean"}, {"type": "null"}]},
+                "either": {"type": ["integer", "boolean"]},
+                "ids": {"type": "array", "items": {"type": "integer"}}
+            }
+        });
+        let sent = json!({"n": 7.0, "amount": 7.0, "ok": 1, "either": 1, "ids": [2.0, 0.0]});
         assert_eq!(
-            coerce(&schema, &sent),
-            json!({"n": 12, "amount": 2.5, "ok": true, "id": "7", "ids": [1, "x"]})
+            coerce(&schema, &sent, true),
+            json!({"n": 7, "amount": 7.0, "ok": true, "either": 1, "ids": [2, 0]})
         );
-        // What does not convert stays, for validation to refuse.
-        assert_eq!(coerce(&schema, &json!({"n": "1.5"})), json!({"n": "1.5"}));
-        assert!(validate(&schema, &coerce(&schema, &json!({"n": "1.5"}))).is_err());
+        assert_eq!(
+            coerce(&schema, &json!({"ok": 0.0}), true),
+            json!({"ok": false})
+        );
+        // Under rules 6 numbers went on as sent: `1` for a boolean refused.
+        assert_eq!(coerce(&schema, &sent, false), sent);
+        assert!(validate(&schema, &coerce(&schema, &json!({"ok": 1}), false)).is_err());
+        // What pydantic refuses stays, for validation to refuse (or, a
+        // whole float past 64 bits, as it was).
+        for (sent, field) in [
+            (json!(2), "ok"),
+            (json!(-1), "ok"),
+            (json!(0.5), "ok"),
+            (json!(7.5), "n"),
+        ] {
+            let args = json!({ field: sent });
+            let got = coerce(&schema, &args, true);
+            assert_eq!(got, args);
+            assert!(validate(&schema, &got).is_err(), "{got}");
+        }
+        assert_eq!(
+            coerce(&schema, &json!({"n": 1e20}), true),
+            json!({"n": 1e20})
+        );
     }
 
     fn ticket_schema() -> Value {

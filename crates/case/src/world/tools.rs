@@ -99,6 +99,10 @@ pub struct AsOf {
     /// Whether `gt`/`gte`/`lt`/`lte` order integers exactly
     /// ([`compare::Equality::exact`]): under the run's rules from 6.
     pub exact: bool,
+    /// Whether a `lax` tool's arguments take a number where the schema
+    /// asks for a boolean (`0`, `1`) or an integer (`7.0`), converted
+    /// ([`schema::coerce`]): under the run's rules from 7.
+    pub lax_numbers: bool,
 }
 
 impl AsOf {
@@ -113,6 +117,7 @@ impl AsOf {
             limits: true,
             fresh_keys: true,
             exact: true,
+            lax_numbers: true,
         }
     }
 
@@ -376,7 +381,7 @@ pub fn with_file_paths<'a>(
 /// tool whose arguments fit: the world's service answers it
 /// (`mediate::service`).
 pub fn execute(tool: &Tool, args: &Value, state: &State, as_of: &AsOf) -> Option<Outcome> {
-    match checked_args(tool, args) {
+    match checked_args(tool, args, as_of) {
         Ok(args) => run_checked(tool, &args, state, as_of),
         Err(f) => Some(Err(f)),
     }
@@ -389,11 +394,16 @@ pub fn run_checked(tool: &Tool, args: &Value, state: &State, as_of: &AsOf) -> Op
 }
 
 /// The arguments the tool runs with: refused when they do not fit its
-/// `params`, converted first when it validates `lax`, as sent when `off`.
-pub fn checked_args<'a>(tool: &Tool, args: &'a Value) -> Result<Cow<'a, Value>, ToolFailure> {
+/// `params`, converted first when it validates `lax` (numbers too as
+/// `as_of` says), as sent when `off`.
+pub fn checked_args<'a>(
+    tool: &Tool,
+    args: &'a Value,
+    as_of: &AsOf,
+) -> Result<Cow<'a, Value>, ToolFailure> {
     let args = match tool.validate {
         Validate::Off => return Ok(Cow::Borrowed(args)),
-        Validate::Lax => Cow::Owned(schema::coerce(&tool.params, args)),
+        Validate::Lax => Cow::Owned(schema::coerce(&tool.params, args, as_of.lax_numbers)),
         Validate::Strict => Cow::Borrowed(args),
     };
     schema::validate(&tool.params, &args)

@@ -176,6 +176,14 @@ pub const SERVICE_MEMORY_LIMIT_NAMED: u32 = 6;
 /// under 6 such an answer reached the agent, and was recorded, with them.
 pub const TOKEN_FIELDS_TAKEN_WHEN_PARTIAL: u32 = 7;
 
+/// From 7: a tool that validates `lax` takes a number where its schema
+/// asks for a boolean or an integer as pydantic's lax mode does: `0` and
+/// `1` (`0.0`, `1.0`) are `false` and `true`, a whole float (`7.0`) is the
+/// integer `7`, and the tool (or service) runs with the converted value;
+/// under 6 such a boolean was `invalid-args` (an AgentDojo tool that
+/// takes `recurring = 1` refused it) and the float went on as sent.
+pub const LAX_NUMBERS_AS_PYDANTIC: u32 = 7;
+
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
 pub fn of_header(rules: Option<u32>) -> Result<u32, String> {

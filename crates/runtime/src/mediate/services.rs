@@ -103,6 +103,7 @@ impl HostServices {
             limits: self.rules >= rules::QUERY_LIMIT_DEFAULT_AND_CHECKED,
             fresh_keys: self.rules >= rules::COUNT_KEYS_PASS_OVER_TAKEN,
             exact: self.rules >= rules::INTEGERS_ORDERED_EXACTLY,
+            lax_numbers: self.rules >= rules::LAX_NUMBERS_AS_PYDANTIC,
             ..AsOf::now(self.now_text())
         }
     }

@@ -1195,7 +1195,8 @@ readme += ["", "## What is carried", "",
            " `[injection_vectors]` with the defaults of injection_vectors.yaml as they land; the"
            " tools with AgentDojo's names, descriptions (the docstrings) and parameter schemas"
            " (`validate = \"lax\"`: AgentDojo validates arguments with pydantic, which converts"
-           f" `\"12\"` to a number too), answered by `service/{suite_name}.py`, a port of its tool"
+           " `\"12\"` to a number and `1` to `true` too), answered by"
+           f" `service/{suite_name}.py`, a port of its tool"
            " functions with their error texts"
            + (" (importing `service/agentdojo_mail.py`, the email and calendar helpers the travel"
               " and workspace ports share)" if suite_name in ("travel", "workspace") else "")

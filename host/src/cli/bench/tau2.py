@@ -283,7 +283,8 @@ readme += ["", "## What is carried", "",
            " the tools with the benchmark's names, descriptions and parameter schemas"
            " (`validate = \"off\"`: tau2 does not check arguments against them either;"
            " `$defs` written in place of their `$ref`s, `null` defaults left out),"
-           f" answered by `{wdir}/{service_name}`, a port of `tools.py` with its error texts;"
+           f" answered by `{wdir}/{Path(service_name).with_suffix('.wasm').name}` (built from"
+           f" `service/{service_name}`), a port of `tools.py` with its error texts;"
            " the agent policy as the world file `policy.md`;",
            f"- a case per task ({len(tasks)}), `cases/task-NNN.toml`, with `task.id` the benchmark's id,"
            " the user's reason for calling and known information as the first message,"

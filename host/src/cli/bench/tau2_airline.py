@@ -4,9 +4,15 @@ names, arguments, semantics and error texts, over the tables `users`,
 `flights` and `reservations` (the rows of the benchmark's db.json).
 Written by `worldline bench import tau2/airline`; ported by hand, since
 the benchmark's tools need pydantic, which has native code and cannot
-run in the sandbox."""
+run in the sandbox. Where tau2 builds one of its models from the agent's
+arguments (a payment, a reservation, a certificate), each field is
+converted as pydantic's lax mode converts it (`_model`); where tau2
+assigns a field (unchecked), the value is kept as it is, as tau2 keeps it
+(its database hash tells 0 from 0.0)."""
 
 import copy
+import math
+import re
 
 import worldline_service as ws
 
@@ -43,6 +49,119 @@ def _tool(f):
     run.__name__ = f.__name__
     return ws.tool(run)
 
+
+
+# pydantic's lax mode, for the field types of tau2's airline models that the
+# agent's arguments reach: a whole number is an int field's (50.0 and "50"
+# are 50), any number a float field's (50 and "50" are 50.0); a string is
+# a str field's only; a value it cannot convert fails the model with
+# pydantic's text (pydantic 2.14, as tests/tau2.sh installs it).
+PYDANTIC_DOCS = "https://errors.pydantic.dev/2.14/v/"
+WHOLE = re.compile(r"[+-]?[0-9]+(_[0-9]+)*(\.0+)?")
+STR, INT, FLOAT = "str", "int", "float"
+
+
+class _Refused(Exception):
+    """A value pydantic refuses for a field: its error type and text."""
+
+    def __init__(self, kind, text):
+        super().__init__(text)
+        self.kind, self.text = kind, text
+
+
+def _as_int(v):
+    if isinstance(v, int):  # a bool too: True is 1
+        return int(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise _Refused("finite_number", "Input should be a finite number")
+        if v != int(v):
+            raise _Refused("int_from_float", "Input should be a valid integer, "
+                           "got a number with a fractional part")
+        if not -2**63 < v < 2**63:
+            raise _Refused("int_parsing_size", "Unable to parse input string as an integer, "
+                           "exceeded maximum size")
+        return int(v)
+    if isinstance(v, str):
+        if WHOLE.fullmatch(v.strip()):
+            return int(v.strip().split(".")[0])
+        raise _Refused("int_parsing", "Input should be a valid integer, "
+                       "unable to parse string as an integer")
+    raise _Refused("int_type", "Input should be a valid integer")
+
+
+def _as_float(v):
+    if isinstance(v, (int, float)):
+        try:
+            return float(v)
+        except OverflowError:  # an int too large for a float
+            raise _Refused("float_type", "Input should be a valid number") from None
+    if isinstance(v, str):
+        try:
+            if v.strip().isascii():
+                return float(v.strip())
+        except ValueError:
+            pass
+        raise _Refused("float_parsing", "Input should be a valid number, "
+                       "unable to parse string as a number")
+    raise _Refused("float_type", "Input should be a valid number")
+
+
+def _as(kind, v):
+    if kind == INT:
+        return _as_int(v)
+    if kind == FLOAT:
+        return _as_float(v)
+    if kind == STR:
+        if isinstance(v, str):
+            return v
+        raise _Refused("string_type", "Input should be a valid string")
+    if isinstance(v, str) and v in kind:  # a Literal's values
+        return v
+    shown = [repr(x) for x in kind]
+    raise _Refused("literal_error",
+                   f"Input should be {', '.join(shown[:-1])} or {shown[-1]}")
+
+
+def _shown(v):
+    """A value as pydantic's error shows it (a long one cut in the middle)."""
+    r = repr(v)
+    return r if len(r) <= 50 else f"{r[:25]}...{r[-24:]}"
+
+
+def _model(name, fields, values):
+    """`values` as tau2's pydantic model `name` holds them: each field of
+    `fields` (name -> STR, INT, FLOAT or a tuple of a Literal's values)
+    converted as pydantic's lax mode does, other keys left out; a value it
+    refuses, or a field missing, fails as the model fails, every field's
+    error in the model's order."""
+    out, errors = {}, []
+    for field, kind in fields.items():
+        if field not in values:
+            errors.append(f"{field}\n  Field required [type=missing, input_value="
+                          f"{_shown(values)}, input_type=dict]\n"
+                          f"    For further information visit {PYDANTIC_DOCS}missing")
+            continue
+        v = values[field]
+        try:
+            out[field] = _as(kind, v)
+        except _Refused as e:
+            errors.append(f"{field}\n  {e.text} [type={e.kind}, input_value={_shown(v)},"
+                          f" input_type={type(v).__name__}]\n"
+                          f"    For further information visit {PYDANTIC_DOCS}{e.kind}")
+    if errors:
+        many = "s" if len(errors) > 1 else ""
+        _fail(f"{len(errors)} validation error{many} for {name}\n" + "\n".join(errors))
+    return out
+
+
+FLIGHT_INFO = {"flight_number": STR, "date": STR}
+PASSENGER = {"first_name": STR, "last_name": STR, "dob": STR}
+PAYMENT = {"payment_id": STR, "amount": INT}
+RESERVATION = {"user_id": STR, "origin": STR, "destination": STR,
+               "flight_type": ("round_trip", "one_way"),
+               "cabin": ("business", "economy", "basic_economy"),
+               "total_baggages": INT, "nonfree_baggages": INT, "insurance": ("yes", "no")}
 
 
 def _user(user_id):
@@ -105,32 +224,43 @@ def _payment_for_update(user, payment_id, total_price):
     if method["source"] == "gift_card":
         method["amount"] -= total_price
     if total_price != 0:
-        return {"payment_id": payment_id, "amount": total_price}
+        return _model("Payment", PAYMENT, {"payment_id": payment_id, "amount": total_price})
     return None
 
 
-def _passenger(p):
-    return {"first_name": p["first_name"], "last_name": p["last_name"], "dob": p["dob"]}
+def _models(name, fields, items):
+    """A list of the agent's objects as tau2 takes it: each made the model
+    `name` when all are objects (tau2 checks that), else as it is."""
+    if all(isinstance(x, dict) for x in items):
+        return [_model(name, fields, x) for x in items]
+    return items
 
 
 @_tool
 def book_reservation(user_id, origin, destination, flight_type, cabin, flights, passengers,
                      payment_methods, total_baggages, nonfree_baggages, insurance):
-    flights = [{"flight_number": f["flight_number"], "date": f["date"]} for f in flights]
-    passengers = [_passenger(p) for p in passengers]
-    payment_methods = [{"payment_id": p["payment_id"], "amount": p["amount"]}
-                       for p in payment_methods]
+    flights = _models("FlightInfo", FLIGHT_INFO, flights)
+    passengers = _models("Passenger", PASSENGER, passengers)
+    payment_methods = _models("Payment", PAYMENT, payment_methods)
     user = copy.deepcopy(_user(user_id))
     reservation_id = next((i for i in NEW_RESERVATION_IDS if RESERVATIONS.get(i) is None), None)
     if reservation_id is None:
         _fail("Too many reservations")
+    # The stored fields as tau2's Reservation holds them; the price below
+    # takes the argument as it was sent, as tau2's does.
+    fields = _model("Reservation", RESERVATION, {
+        "user_id": user_id, "origin": origin, "destination": destination,
+        "flight_type": flight_type, "cabin": cabin, "total_baggages": total_baggages,
+        "nonfree_baggages": nonfree_baggages, "insurance": insurance})
     reservation = {
-        "reservation_id": reservation_id, "user_id": user_id, "origin": origin,
-        "destination": destination, "flight_type": flight_type, "cabin": cabin,
+        "reservation_id": reservation_id, "user_id": fields["user_id"],
+        "origin": fields["origin"], "destination": fields["destination"],
+        "flight_type": fields["flight_type"], "cabin": fields["cabin"],
         "flights": [], "passengers": copy.deepcopy(passengers),
         "payment_history": copy.deepcopy(payment_methods), "created_at": NOW,
-        "total_baggages": total_baggages, "nonfree_baggages": nonfree_baggages,
-        "insurance": insurance, "status": None,
+        "total_baggages": fields["total_baggages"],
+        "nonfree_baggages": fields["nonfree_baggages"],
+        "insurance": fields["insurance"], "status": None,
     }
     total_price = 0
     changed = {}
@@ -255,7 +385,9 @@ def send_certificate(user_id, amount):
     for payment_id in [f"certificate_{i}" for i in NEW_PAYMENT_IDS]:
         if payment_id not in user["payment_methods"]:
             methods = dict(user["payment_methods"])
-            methods[payment_id] = {"source": "certificate", "id": payment_id, "amount": amount}
+            methods[payment_id] = {"source": "certificate", "id": payment_id,
+                                   "amount": _model("Certificate", {"amount": FLOAT},
+                                                    {"amount": amount})["amount"]}
             USERS.update(user_id, payment_methods=methods)
             return f"Certificate {payment_id} added to user {user_id} with amount {amount}."
     _fail("Too many certificates")
@@ -282,7 +414,7 @@ def update_reservation_baggages(reservation_id, total_baggages, nonfree_baggages
 
 @_tool
 def update_reservation_flights(reservation_id, cabin, flights, payment_id):
-    flights = [{"flight_number": f["flight_number"], "date": f["date"]} for f in flights]
+    flights = _models("FlightInfo", FLIGHT_INFO, flights)
     r = copy.deepcopy(_reservation(reservation_id))
     user = copy.deepcopy(_user(r["user_id"]))
     total_price = 0
@@ -317,7 +449,7 @@ def update_reservation_flights(reservation_id, cabin, flights, payment_id):
 
 @_tool
 def update_reservation_passengers(reservation_id, passengers):
-    passengers = [_passenger(p) for p in passengers]
+    passengers = _models("Passenger", PASSENGER, passengers)
     r = _reservation(reservation_id)
     if len(passengers) != len(r["passengers"]):
         _fail("Number of passengers does not match")

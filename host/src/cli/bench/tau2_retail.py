@@ -6,8 +6,9 @@ hold them). Written by `worldline bench import tau2/retail`; ported by
 hand, since the benchmark's tools need pydantic, which has native code and
 cannot run in the sandbox. Where tau2 builds a payment with its pydantic
 model, which turns the amount into a float, the port does so with
-`float()`; where tau2 assigns a field (unchecked), the value is kept as it
-is, as tau2 keeps it (its database hash tells 0 from 0.0)."""
+`float()`, and an address's fields must be strings, as its model takes
+them; where tau2 assigns a field (unchecked), the value is kept as it is,
+as tau2 keeps it (its database hash tells 0 from 0.0)."""
 
 import json
 
@@ -89,9 +90,27 @@ def _set_balance(user_id, payment_method_id, balance):
     USERS.update(user_id, payment_methods=methods)
 
 
+def _shown(v):
+    """A value as pydantic's error shows it (a long one cut in the middle)."""
+    r = repr(v)
+    return r if len(r) <= 50 else f"{r[:25]}...{r[-24:]}"
+
+
 def _address(address1, address2, city, state, country, zip):
-    return {"address1": address1, "address2": address2, "city": city, "country": country,
-            "state": state, "zip": zip}
+    """tau2's UserAddress: every field a string, as pydantic's lax mode
+    takes one (a zip sent as the number 12345 is refused, not stored),
+    failing with pydantic's text (pydantic 2.14, as tests/tau2.sh
+    installs it)."""
+    address = {"address1": address1, "address2": address2, "city": city,
+               "country": country, "state": state, "zip": zip}
+    errors = [f"{k}\n  Input should be a valid string [type=string_type, input_value={_shown(v)},"
+              f" input_type={type(v).__name__}]\n    For further information visit"
+              " https://errors.pydantic.dev/2.14/v/string_type"
+              for k, v in address.items() if not isinstance(v, str)]
+    if errors:
+        many = "s" if len(errors) > 1 else ""
+        _fail(f"{len(errors)} validation error{many} for UserAddress\n" + "\n".join(errors))
+    return address
 
 
 def _check_items(order, item_ids, message):

@@ -328,7 +328,7 @@ pub struct Ran {
 /// `as_of`. The state is not changed: the writes come back for the
 /// mediator to record and apply.
 pub fn run_tool(s: &mut HostServices, tool: &Tool, args: &Value, as_of: &AsOf) -> Ran {
-    let args = &match checked_args(tool, args) {
+    let args = &match checked_args(tool, args, as_of) {
         Ok(args) => args,
         Err(f) => {
             return Ran {
