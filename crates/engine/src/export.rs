@@ -110,9 +110,7 @@ fn document(
             // What the policy's `state` paths hide in the world the run
             // met is hidden where the events quote it (a get's answer
             // carried it whole in the copy).
-            if let Ok(world) = store.load_world(&b.header.world_hash) {
-                r.learn_state(&world.initial);
-            }
+            store.learn_world(r, &b.header.world_hash);
             let clock = (store.case_clock(&b.header.case_hash)).map(worldline_case::time::rfc3339);
             let copy = worldline_log::redact::copy::of(&id, b, clock, r);
             (

@@ -629,6 +629,16 @@ impl StoreDir {
             .is_ok_and(|noted| noted == worldline_case::file_identity::of(&meta).as_bytes())
     }
 
+    /// Teach `r` what the policy's `state` paths hide in the initial state
+    /// of the recorded world `world_hash`, so a view hides it where events
+    /// quote it (a list's answer, before any event hid it). A world that
+    /// cannot be read (its objects gone) teaches nothing.
+    pub fn learn_world(&self, r: &mut worldline_log::redact::Redactor, world_hash: &str) {
+        if let Ok(world) = self.load_world(world_hash) {
+            r.learn_state(&world.initial);
+        }
+    }
+
     /// The recorded world `world_hash`, rebuilt from the store into
     /// `worlds/<hash>/` and loaded from there.
     pub fn load_world(

@@ -93,9 +93,7 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     if let Some(r) = redactor.as_mut() {
         // What the policy's `state` paths hide in the world the run met
         // (a list's answer showed it whole before any event hid it).
-        if let Ok(world) = store.load_world(&read.bundle.header.world_hash) {
-            r.learn_state(&world.initial);
-        }
+        store.learn_world(r, &read.bundle.header.world_hash);
         r.held(&mut read.bundle);
     }
     let hidden = redactor.as_ref().map(|r| r.hidden());

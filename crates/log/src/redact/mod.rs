@@ -716,7 +716,13 @@ impl Redactor {
                 }
             }
         }
-        for a in g["assertions"].as_array().into_iter().flatten() {
+        self.checks_state(&g["assertions"]);
+    }
+
+    /// Learn the state each check of `checks` (a grade's assertions, a
+    /// report case's failures) quotes ([`checked_state`]).
+    fn checks_state(&mut self, checks: &Value) {
+        for a in checks.as_array().into_iter().flatten() {
             for (table, key, row) in checked_state(a) {
                 self.state_row(&table, &key, row);
             }
@@ -914,11 +920,7 @@ impl Redactor {
     /// report showed a path-hidden field's value raw).
     pub fn report(&mut self, v: &mut Value) {
         for case in v["cases"].as_array().into_iter().flatten() {
-            for a in case["failures"].as_array().into_iter().flatten() {
-                for (table, key, row) in checked_state(a) {
-                    self.state_row(&table, &key, row);
-                }
-            }
+            self.checks_state(&case["failures"]);
         }
         self.json(v);
     }

@@ -182,9 +182,7 @@ impl StoreDir {
             for _ in 0..5 {
                 let shared = self.shared_policy(fresh)?;
                 let mut redactor = worldline_log::redact::shared(&shared.policy, &shared.salt)?;
-                if let Ok(world) = self.load_world(&b.header.world_hash) {
-                    redactor.learn_state(&world.initial);
-                }
+                self.learn_world(&mut redactor, &b.header.world_hash);
                 let copy = worldline_log::redact::copy::of_parts(
                     run_id,
                     b.header,
