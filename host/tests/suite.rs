@@ -1128,6 +1128,88 @@ fn a_signal_stops_the_suite_starting_cases_and_it_reports_what_ran() {
     assert_eq!(last["failed"].as_array().unwrap().len() as u64, skipped);
 }
 
+/// Ctrl-C while a case runs `--repeat` times: the runs it made are kept,
+/// but the case is not reported `passed` (it was, at the count it had
+/// reached, and `--rerun-failed` left it out): it is `interrupted`, in
+/// the report, JUnit, the last session and a merge of the report.
+#[test]
+fn a_signal_that_cuts_a_case_s_repeats_short_does_not_report_it_passed() {
+    use std::io::Read as _;
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    case_in(&cases, "again", false, &[]);
+    let store = dir.path().join("store");
+    let (junit, events) = (dir.path().join("junit.xml"), dir.path().join("e.jsonl"));
+    let mut child = cli()
+        .arg("test")
+        .arg(&cases)
+        .arg("--agent")
+        .arg(caller())
+        .arg("--worlds")
+        .arg(worlds_dir())
+        .arg("--store")
+        .arg(&store)
+        .args(["--jobs", "1", "--repeat", "100000", "--json", "--junit"])
+        .arg(&junit)
+        .arg("--events")
+        .arg(&events)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Signalled once its runs are under way.
+    let started = || {
+        let under_way = std::fs::read_to_string(&events).is_ok_and(|t| t.contains("case_started"));
+        if under_way {
+            std::thread::sleep(std::time::Duration::from_millis(700));
+        }
+        under_way
+    };
+    let status = signal_when(&mut child, libc::SIGINT, started, "the suite");
+    let mut stdout = String::new();
+    (child.stdout.take().unwrap())
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{stdout}");
+    let doc: Value = serde_json::from_str(&stdout).expect("the report");
+    let case = &doc["cases"][0];
+    let runs = case["runs"].as_u64().unwrap();
+    assert!((1..100000).contains(&runs), "{stdout}");
+    assert_eq!(case["passes"].as_u64(), Some(runs), "{stdout}");
+    assert_eq!(
+        (
+            &case["passed"],
+            &case["status"],
+            &doc["passed"],
+            &doc["failed"]
+        ),
+        (&false.into(), &"interrupted".into(), &0.into(), &1.into()),
+        "{stdout}"
+    );
+    let reason = case["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("SIGINT stopped its runs after {runs} of 100000")),
+        "{reason}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains(r#"type="interrupted""#), "{xml}");
+    let last: Value =
+        serde_json::from_str(&std::fs::read_to_string(store.join("last-test.json")).unwrap())
+            .unwrap();
+    assert_eq!(last["failed"].as_array().unwrap().len(), 1, "{last}");
+    // A merge takes the report as it is, and says what stopped the case.
+    let report = dir.path().join("report.json");
+    std::fs::write(&report, &stdout).unwrap();
+    let merged = worldline(&store, ["merge".as_ref(), report.as_os_str()]);
+    assert!(merged.stdout.contains("STOP  again"), "{merged}");
+    assert!(
+        merged.stdout.contains("interrupted — SIGINT stopped"),
+        "{merged}"
+    );
+}
+
 /// A hash shard keeps its cases when a case is added, one of the same
 /// name in another folder included: its name became `x/t`, and the hash
 /// of the new name moved it to another shard.

@@ -90,15 +90,16 @@ fn test_case(c: &CaseRun, repeat: u64, interrupted: Option<&str>) -> TestCase {
     let status = if c.passed() {
         TestCaseStatus::success()
     } else {
-        let kind = if shown.errored() {
+        // A case a signal cut short is an error, as one that could not run.
+        let kind = if shown.errored() || c.cut.is_some() {
             NonSuccessKind::Error
         } else {
             NonSuccessKind::Failure
         };
         let mut status = TestCaseStatus::non_success(kind);
         status
-            .set_message(super::bounded(&shown.reason().unwrap_or_default()).into_owned())
-            .set_type(shown.status())
+            .set_message(super::bounded(&c.reason().unwrap_or_default()).into_owned())
+            .set_type(c.status())
             .set_description(details(shown));
         status
     };

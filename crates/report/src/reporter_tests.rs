@@ -176,6 +176,7 @@ fn suite_run() -> worldline_engine::suite::SuiteRun {
         path: format!("cases/{name}.toml").into(),
         world: "incident@v4".into(),
         attempts,
+        cut: None,
     };
     SuiteRun {
         cases: vec![

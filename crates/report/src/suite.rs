@@ -223,7 +223,7 @@ impl CaseSummary {
             passed: c.passed(),
             passes: c.passes(),
             path: c.path.display().to_string(),
-            reason: shown.and_then(|a| a.reason()),
+            reason: c.reason(),
             run_id: shown.and_then(|a| a.run_id()).map(str::to_string),
             run_ids: c
                 .attempts
@@ -234,7 +234,7 @@ impl CaseSummary {
             run_status: o.map(|o| o.footer.status.as_str().to_string()),
             runs,
             skipped: c.skipped(),
-            status: shown.map_or("skipped", |a| a.status()).to_string(),
+            status: c.status().to_string(),
         }
     }
 }
@@ -506,7 +506,9 @@ fn check_tallies(
             ))
         } else if c.skipped != (c.runs == 0) {
             Some(format!("skipped is {} with {} runs", c.skipped, c.runs))
-        } else if c.passed != (!c.skipped && c.passes == c.runs) {
+        } else if c.passed && (c.skipped || c.passes != c.runs)
+            || !c.passed && !c.skipped && c.passes == c.runs && c.status != "interrupted"
+        {
             Some(format!(
                 "passed is {} with {} of {} runs passing",
                 c.passed, c.passes, c.runs
@@ -560,9 +562,9 @@ fn line(c: &CaseRun, width: usize, interrupted: Option<&str>) -> String {
         .as_ref()
         .ok()
         .and_then(|o| worldline_engine::traceback::agent_error(&o.footer));
-    let reason = shown.reason();
+    let reason = c.reason();
     case_line(&Line {
-        mark: if c.passed() { "PASS" } else { "FAIL" },
+        mark: mark(c.passed(), c.status()),
         name: &name,
         width,
         events: shown.outcome.as_ref().map_or(0, |o| o.footer.events),
@@ -570,10 +572,19 @@ fn line(c: &CaseRun, width: usize, interrupted: Option<&str>) -> String {
         runs: c.attempts.len() as u64,
         passes: c.passes(),
         run_id: shown.run_id().unwrap_or("-"),
-        status: shown.status(),
+        status: c.status(),
         reason: reason.as_deref(),
         own: own.as_ref(),
     })
+}
+
+/// `PASS`, `FAIL`, or `STOP` for a case whose runs a signal cut short.
+fn mark(passed: bool, status: &str) -> &'static str {
+    match (passed, status) {
+        (true, _) => "PASS",
+        (false, "interrupted") => "STOP",
+        (false, _) => "FAIL",
+    }
 }
 
 /// A case's line as a suite's report and a merged one both write it.
@@ -672,7 +683,7 @@ pub fn write_merged(
             e
         });
         let line = case_line(&Line {
-            mark: if c.passed { "PASS" } else { "FAIL" },
+            mark: mark(c.passed, &c.status),
             name,
             width,
             events: c.events.unwrap_or(0),

@@ -127,6 +127,28 @@ pub struct CaseRun {
     /// Empty when `--fail-fast` or a signal stopped the suite before this
     /// case.
     pub attempts: Vec<Attempt>,
+    /// A signal stopped its runs before `--repeat`'s count (or its
+    /// `--group`'s): its runs so far are kept, but it has not passed.
+    pub cut: Option<Cut>,
+}
+
+/// A case's repeats a signal cut short.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cut {
+    /// `SIGINT` or `SIGTERM`.
+    pub signal: &'static str,
+    /// The runs the case was to make.
+    pub of: u64,
+}
+
+impl Cut {
+    /// Why a case whose runs all passed so far did not pass.
+    pub fn reason(&self, runs: u64) -> String {
+        format!(
+            "{} stopped its runs after {runs} of {}; run it again to see it pass",
+            self.signal, self.of
+        )
+    }
 }
 
 impl Attempt {
@@ -179,9 +201,28 @@ impl CaseRun {
         self.attempts.is_empty()
     }
 
-    /// Every run passed.
+    /// Every run passed, and it made them all.
     pub fn passed(&self) -> bool {
-        !self.skipped() && self.attempts.iter().all(Attempt::passed)
+        !self.skipped() && self.cut.is_none() && self.attempts.iter().all(Attempt::passed)
+    }
+
+    /// Its status: the shown run's, or `interrupted` when each run it made
+    /// passed but a signal cut them short.
+    pub fn status(&self) -> &'static str {
+        match self.shown() {
+            None => "skipped",
+            Some(a) if a.passed() && self.cut.is_some() => "interrupted",
+            Some(a) => a.status(),
+        }
+    }
+
+    /// Why it did not pass, in one line.
+    pub fn reason(&self) -> Option<String> {
+        let shown = self.shown()?;
+        match self.cut {
+            Some(cut) if shown.passed() => Some(cut.reason(self.attempts.len() as u64)),
+            _ => shown.reason(),
+        }
     }
 
     /// How many runs passed.
@@ -412,12 +453,18 @@ impl Suite<'_> {
                     });
                     self.attempts(e, repeat, (&batch, &spares), &|| interrupted().is_some())?
                 };
+                let made = attempts.len() as u64;
+                let cut = (made > 0 && made < repeat)
+                    .then(interrupted)
+                    .flatten()
+                    .map(|signal| Cut { signal, of: repeat });
                 let run = CaseRun {
                     index: e.index,
                     name: e.name.clone(),
                     path: e.path.clone(),
                     world: e.case.world.reference(),
                     attempts,
+                    cut,
                 };
                 // A failure is told before the cases it skips: a worker
                 // that saw `stop` tells its skip once the failing case's
