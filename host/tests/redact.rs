@@ -395,6 +395,28 @@ fn a_redacted_export_imports_labelled_and_replay_says_what_it_checks() {
             "{}",
             r.body
         );
+        // The run's page says it is a copy (it looked like the run), and
+        // its events' links open them, without a world or a fork (they
+        // answered 400).
+        assert!(
+            page.body.contains("A REDACTED copy of run"),
+            "{}",
+            page.body
+        );
+        let link = format!("/run/{id}/event/1");
+        assert!(page.body.contains(&link), "{}", page.body);
+        let event = server.get(&link);
+        assert_eq!(event.status, 200, "{}", event.body);
+        for shown in [
+            "Event 1",
+            "A REDACTED copy of run",
+            "Response",
+            "&lt;email:",
+        ] {
+            assert!(event.body.contains(shown), "{shown}: {}", event.body);
+        }
+        assert!(!event.body.contains("fork-form"), "{}", event.body);
+        assert_eq!(server.get(&format!("/run/{id}/event/99")).status, 400);
     }
     let show = worldline(&other, ["show", id.as_str(), "--at", "0"]);
     show.expect_code(2);

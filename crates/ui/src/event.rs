@@ -18,6 +18,7 @@ use worldline_case::world::state::State;
 use worldline_engine::grade::diff::{self, StateDiff};
 use worldline_engine::grade::final_state;
 use worldline_log::log::Event;
+use worldline_log::log::bundle::{self, HeldBundle};
 
 /// What the fork form shows again after a refused fork.
 pub(crate) struct Refused<'a> {
@@ -107,20 +108,32 @@ fn detail(e: &Event) -> Markup {
     }
 }
 
+/// Event `n` is not in the run at `path`, which has `count`.
+fn no_event(path: &std::path::Path, n: u64, count: usize) -> anyhow::Error {
+    worldline_case::error::InputError::new(
+        path,
+        format!("no event {n} (the run has {count} events, numbered from 0)"),
+    )
+    .into()
+}
+
 pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> Result<Reply> {
     // The run held compact, this event put back whole (decision 0380).
-    let mut rec = app.recorded_held(run)?;
+    let mut rec = match app.recorded_held(run) {
+        Ok(rec) => rec,
+        // A redacted copy has no case or world here: its events alone.
+        Err(err) => {
+            let path = app.run_path(run)?;
+            return match bundle::read_held(&path) {
+                Ok(b) if b.header.redacted.is_some() => copy_page(app, &path, b, n),
+                _ => Err(err),
+            };
+        }
+    };
     let id = id_of(&rec.path);
     let whole = rec.held.as_mut().and_then(|held| held.event(n));
     let Some(mut e) = whole.map(std::borrow::Cow::into_owned) else {
-        return Err(worldline_case::error::InputError::new(
-            &rec.path,
-            format!(
-                "no event {n} (the run has {} events, numbered from 0)",
-                rec.event_count()
-            ),
-        )
-        .into());
+        return Err(no_event(&rec.path, n, rec.event_count()));
     };
     // One redactor for the page, which first learns what the whole run
     // hides (this event may quote a value a later one hides), as
@@ -170,6 +183,32 @@ pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> R
     } else {
         Reply::Problem(status, html)
     })
+}
+
+/// A redacted copy's event: as the copy recorded it (its answers were
+/// redacted when it was made, and the store's policy applies on top), and
+/// no world: a copy leaves the case and world behind, so neither the
+/// state after the event nor a fork is to be had.
+fn copy_page(app: &Seen, path: &std::path::Path, mut b: HeldBundle, n: u64) -> Result<Reply> {
+    let (id, count) = (id_of(path), b.events.len());
+    let Some(mut e) = b.events.event(n).map(std::borrow::Cow::into_owned) else {
+        return Err(no_event(path, n, count));
+    };
+    if let Some(r) = app.redactor()?.as_mut() {
+        r.whole(&b.header, &mut b.events, b.footer.as_ref());
+        r.event(&mut e);
+    }
+    let events: Vec<Event> = (0..count as u64)
+        .filter_map(|seq| b.events.shown(seq).map(std::borrow::Cow::into_owned))
+        .collect();
+    let o = html! {
+        p { a href=(super::find::to_event(&id, n as usize)) { "← run " span.mono { (id) } } }
+        h1 { "Event " (n) ": " span.mono { (e.call) } " " (marks(&e, &fork_points(&b.header))) }
+        (steps(&id, &events, n as usize))
+        (super::run::copy_note(&b.header))
+        (detail(&e))
+    };
+    Ok(Reply::Page(layout(&format!("event {n} of {id}"), o)))
 }
 
 fn fork_form(

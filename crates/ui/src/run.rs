@@ -106,6 +106,19 @@ fn parent_line(id: &str, h: &Header) -> Markup {
     }
 }
 
+/// What a redacted copy is, said on its pages (it looked like the run).
+pub(crate) fn copy_note(h: &Header) -> Markup {
+    let Some(copy) = &h.redacted else {
+        return html! {};
+    };
+    html! {
+        p.note #redacted-copy {
+            "A REDACTED copy of run " span.mono { (copy.original_run) } " ("
+            (copy.hidden) " values hidden): not the original. Its case and world stayed behind, so it does not replay, fork or grade, and no world state is shown; the replay button checks its integrity."
+        }
+    }
+}
+
 fn header(id: &str, b: &Shown) -> Markup {
     let h = &b.header;
     let status = b
@@ -136,6 +149,7 @@ fn header(id: &str, b: &Shown) -> Markup {
             }
             dt { "events" } dd { (b.events.len()) }
         }
+        (copy_note(h))
     }
 }
 
