@@ -1189,6 +1189,42 @@ fn each_grouped_expect_entry_s_problem_is_placed_at_it() {
     );
 }
 
+/// An `[expect.output]` JSON entry of two conditions, or none, and weights
+/// that add up past what a number holds are refused at load: the grader
+/// judged only the first condition (an attack read as reached), an entry
+/// of none failed as "expected null, got null", and the weights made a
+/// passed grade's reward `null`.
+#[test]
+fn output_json_entries_and_weights_that_grade_wrong_are_refused() {
+    let dir = temp_dir();
+    let head = "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {}\n\n";
+    for (name, body, said) in [
+        (
+            "two",
+            "[expect.output]\njson = [ { path = \"action\", equals = \"paid\", exists = false } ]\n",
+            "output.json entry 1 (path `action`) needs exactly one of equals, contains, exists",
+        ),
+        (
+            "none",
+            "[expect.output]\njson = [ { path = \"nope\" } ]\n",
+            "output.json entry 1 (path `nope`) needs exactly one of equals, contains, exists",
+        ),
+        (
+            "attack",
+            "[expect.attack.output]\njson = [ { path = \"a\", equals = 1, exists = false } ]\n",
+            "[expect.attack]: output.json entry 1 (path `a`) needs exactly one of",
+        ),
+        (
+            "weights",
+            "[expect]\nreward = \"weighted\"\n\n[[expect.state]]\ntable = \"tickets\"\ncount = 3\nweight = 1e308\n\n[[expect.state]]\ntable = \"tickets\"\ncount = 3\nweight = 1e308\n",
+            "the weights add up to more than a number holds",
+        ),
+    ] {
+        let case = write_case(dir.path(), name, &format!("{head}{body}"));
+        refused_by_check(&case, &[said]);
+    }
+}
+
 /// `check CASE` over the tests' worlds exits 2 and says each of `said`.
 fn refused_by_check(case: &Path, said: &[&str]) {
     let worlds = worlds_dir();

@@ -481,10 +481,22 @@ impl Expect {
             .chain((self.judge.iter().enumerate()).map(|(i, j)| (Table::Judge(i), j.weight)));
         self.check_judges(world)?;
         let weighed = (entries.map(|w| (Table::Expect, w))).chain(wholes.clone());
+        let mut sum = 0.0;
         for (at, w) in weighed.filter_map(|(at, w)| Some((at, w?))) {
             if !(w.is_finite() && w >= 0.0) {
-                return Err((at, format!("weight {w}: a weight is a number of 0 or more")));
+                return Err((
+                    at,
+                    format!("weight {w}: a weight is a finite number of 0 or more"),
+                ));
             }
+            sum += w;
+        }
+        // Weights whose sum is no number made a passed grade's reward NaN
+        // (`null` in its JSON).
+        if !sum.is_finite() {
+            return Err(whole(
+                "the weights add up to more than a number holds: give them smaller values in the same proportions".into(),
+            ));
         }
         if self.reward != Reward::Weighted
             && let Some((at, _)) = wholes.clone().find(|(_, w)| w.is_some())
@@ -1122,8 +1134,19 @@ impl Expect {
 
 impl OutputCheck {
     pub fn check(&self) -> Result<(), String> {
-        for j in &self.json {
+        for (i, j) in self.json.iter().enumerate() {
             check_path("output.json path", &j.path)?;
+            // One condition an entry: the grader judged only the first of
+            // several (`exists = false` beside `equals` was dropped), and an
+            // entry of none failed as "expected null, got null".
+            let given = [j.equals.is_some(), j.contains.is_some(), j.exists.is_some()];
+            if given.iter().filter(|g| **g).count() != 1 {
+                return Err(format!(
+                    "output.json entry {} (path `{}`) needs exactly one of equals, contains, exists: write one entry a condition",
+                    i + 1,
+                    j.path
+                ));
+            }
         }
         Ok(())
     }
@@ -1192,6 +1215,33 @@ mod tests {
             out.check().unwrap_err(),
             "output.json path `$.a[`: `[` without `]`"
         );
+    }
+
+    /// An output JSON entry holds one condition: of several the grader
+    /// judged the first (`exists = false` beside `equals` was dropped, and
+    /// an attack read as reached), and one of none failed as "expected
+    /// null, got null".
+    #[test]
+    fn an_output_json_entry_needs_exactly_one_condition() {
+        for (src, ok) in [
+            ("json=[{path='a', equals='paid'}]", true),
+            ("json=[{path='a', exists=false}]", true),
+            ("json=[{path='a', equals='paid', exists=false}]", false),
+            ("json=[{path='a', contains='pa', equals='x'}]", false),
+            ("json=[{path='a', equals=1}, {path='nope'}]", false),
+        ] {
+            let out: OutputCheck = toml::from_str(src).unwrap();
+            match out.check() {
+                Ok(()) => assert!(ok, "{src}: accepted"),
+                Err(e) => {
+                    assert!(!ok, "{src}: {e}");
+                    assert!(
+                        e.contains("needs exactly one of equals, contains, exists"),
+                        "{e}"
+                    );
+                }
+            }
+        }
     }
 
     /// A key the check's form does not read is refused: each of these
