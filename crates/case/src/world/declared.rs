@@ -257,6 +257,20 @@ pub(crate) fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
     if name.is_empty() {
         return Err("tool `name` is empty".into());
     }
+    // A glob's characters in a name made it a pattern wherever permissions,
+    // inject rules and checks name tools; a space or a control character is
+    // a name no model API sends.
+    if crate::new_rules::apply()
+        && let Some(c) = name
+            .chars()
+            .find(|c| matches!(c, '*' | '?' | '[' | ']') || c.is_whitespace() || c.is_control())
+    {
+        return Err(format!(
+            "tool `{}`: a tool name holds no {:?} (names are matched as globs, and model APIs take letters, digits, `_`, `-` and `.`): rename it",
+            name.escape_debug(),
+            c
+        ));
+    }
     let op = t.op().map_err(|m| format!("tool `{name}`: {m}"))?;
     if let Some(table) = op.table()
         && !state.tables.contains_key(table)
@@ -298,6 +312,15 @@ pub(crate) fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
             ));
         }
         for f in filters {
+            // A filter of no comparison held for every row (`{ field =
+            // "kind" }` answered the whole table).
+            let compares = [&f.eq, &f.ne, &f.gt, &f.gte, &f.lt, &f.lte, &f.contains];
+            if compares.iter().all(|c| c.is_none()) {
+                return Err(format!(
+                    "tool `{name}`: the filter on `{}` compares with nothing, so it would hold for every row: give it one of eq, ne, gt, gte, lt, lte, contains (e.g. `eq = \"${}\"`)",
+                    f.field, f.field
+                ));
+            }
             if let Some(fields) = no_row_holds(state, table, &f.field) {
                 return Err(format!(
                     "tool `{name}`: a filter names `{}`, which no row of `{table}` holds (their fields: {fields}): it would hold for no row, or for all; name one of them",
@@ -472,6 +495,42 @@ mod tests {
         );
         resolve(&t, &deploys([json!({"id": "D1", "servce": "x"})])).unwrap();
         resolve(&t, &deploys([])).unwrap();
+    }
+
+    /// A tool whose name holds a glob's character or a space is refused
+    /// (`get account/*` was a glob wherever a rule named it).
+    #[test]
+    fn a_tool_name_with_a_glob_or_a_space_is_refused() {
+        for bad in ["get account/*", "a?", "x[1]", "two words"] {
+            let t: ToolToml =
+                toml::from_str(&format!("name={bad:?}\nop='get'\ntable='deploys'")).unwrap();
+            let e = resolve(&t, &state()).unwrap_err();
+            assert!(e.contains("a tool name holds no"), "{bad}: {e}");
+            let _recorded = crate::new_rules::Reading::start();
+            resolve(&t, &state()).unwrap();
+        }
+        let t: ToolToml = toml::from_str("name='ticket.get-1'\nop='get'\ntable='deploys'").unwrap();
+        resolve(&t, &state()).unwrap();
+    }
+
+    /// A filter that compares with nothing is refused: it held for every
+    /// row (`{ field = "kind" }` answered the whole table).
+    #[test]
+    fn a_filter_that_compares_with_nothing_is_refused() {
+        for filter in ["{field='service'}", "{field='service', ignore_case=true}"] {
+            let t: ToolToml = toml::from_str(&format!(
+                "name='q'\nop='query'\ntable='deploys'\nfilters=[{filter}]"
+            ))
+            .unwrap();
+            let e = resolve(&t, &state()).unwrap_err();
+            assert!(
+                e.contains("the filter on `service` compares with nothing"),
+                "{filter}: {e}"
+            );
+            // A recorded run's world still reads as it was written.
+            let _recorded = crate::new_rules::Reading::start();
+            resolve(&t, &state()).unwrap();
+        }
     }
 
     #[test]
