@@ -178,7 +178,11 @@ impl<T: Serialize + DeserializeOwned> Table<T> {
         Ok(serde_json::from_str(&text)?)
     }
 
-    /// Replace a row with `row` (every field it serializes).
+    /// Write every field `row` serializes over row `key`, as
+    /// [`update`](Self::update) does: a field the stored row holds and
+    /// `row` does not serialize is kept (so a `Value` of one field changes
+    /// that field alone), and a key no row has is `not-found` (a new row is
+    /// an insert).
     pub fn put(&self, key: &str, row: &T) -> Result<T, ToolError> {
         self.update(key, &serde_json::to_value(row)?)
     }
