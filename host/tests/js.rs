@@ -299,6 +299,41 @@ fn a_run_whose_promise_never_settles_says_so() {
     );
 }
 
+/// A `--minify` build's stack names the agent's functions and the lines
+/// that threw, as a plain build's does (it named `P`, at the line before).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
+fn a_minified_agent_s_stack_keeps_its_names_and_lines() {
+    let dir = temp_dir();
+    let wasm = dir.path().join("minified.wasm");
+    let agent = workspace_root().join("tests/guests/js-probe/agent.ts");
+    let built = worldline_raw([
+        OsStr::new("build-js"),
+        agent.as_os_str(),
+        OsStr::new("-o"),
+        wasm.as_os_str(),
+        OsStr::new("--minify"),
+    ]);
+    built.expect_code(0);
+    let run = run_json(shared_store(), &case("js-raise"), &wasm);
+    run.expect_code(3);
+    let stack = run.json()["traceback"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{run}"))
+        .to_string();
+    let source = std::fs::read_to_string(&agent).unwrap();
+    let line_of = |text: &str| 1 + source.lines().position(|l| l.contains(text)).unwrap();
+    for needed in [
+        format!("lookUp@agent.ts:{}:", line_of("throw new TypeError")),
+        format!("run@agent.ts:{}:", line_of("lookUp(\"T-404\")")),
+    ] {
+        assert!(stack.contains(&needed), "`{needed}` in the stack:\n{stack}");
+    }
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),

@@ -13,6 +13,31 @@ pub mod js;
 pub mod python;
 mod tree;
 
+/// Refuse an agent path that is no file: a folder (it was said to be no
+/// such file) names the file a project keeps in it, if there is one.
+fn agent_file(
+    agent: &std::path::Path,
+    kind: &str,
+    names: &[&str],
+) -> Result<(), worldline_case::error::InputError> {
+    if agent.is_file() {
+        return Ok(());
+    }
+    let message = if agent.is_dir() {
+        let inside = names.iter().map(|n| agent.join(n)).find(|p| p.is_file());
+        match inside {
+            Some(p) => format!(
+                "is a folder; pass the agent's {kind} file inside it ({})",
+                p.display()
+            ),
+            None => format!("is a folder; pass the agent's {kind} file"),
+        }
+    } else {
+        format!("no such file; pass the agent's {kind} file")
+    };
+    Err(worldline_case::error::InputError::new(agent, message))
+}
+
 /// What to do when a build failed because the agent's module calls the host
 /// at its top level, which runs once when the agent is built (a snapshot
 /// of it is what runs), where no host answers: the import it called, from
@@ -39,6 +64,35 @@ fn top_level_host_call(said: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    /// A folder given as the agent is said to be one, naming the agent
+    /// file in it (it was "no such file" for a folder that exists).
+    #[test]
+    fn a_folder_given_as_the_agent_names_the_file_in_it() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let said = super::agent_file(&src, ".rs", &["agent.rs", "lib.rs"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            said.contains("is a folder; pass the agent's .rs file inside it ("),
+            "{said}"
+        );
+        assert!(said.contains("lib.rs)"), "{said}");
+        let none = super::agent_file(&src, ".py", &["agent.py"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            none.ends_with("is a folder; pass the agent's .py file"),
+            "{none}"
+        );
+        let missing = super::agent_file(&src.join("nope.py"), ".py", &["agent.py"]).unwrap_err();
+        assert!(
+            missing
+                .to_string()
+                .contains("no such file; pass the agent's .py file")
+        );
+        super::agent_file(&src.join("lib.rs"), ".rs", &[]).unwrap();
+    }
+
     /// A host call at a module's top level is said as such, naming the
     /// import (the builders' own words named no line and no remedy).
     #[test]

@@ -266,10 +266,12 @@ const common = {
   external: ["worldline:*", "wasi:*"],
   alias: { worldline: join(cfg.sdk, "index.ts") },
   keepNames: true,
-  // --minify: whitespace, syntax and local names (function and class
-  // names are kept by keepNames), for bundles too large for the engine to
-  // load as written.
-  minify: cfg.minify === true,
+  // --minify: whitespace only, for bundles too large for the engine to
+  // load as written. Not names: the engine's stack frames name a function
+  // as it was compiled, whatever keepNames sets its `name` to (a minified
+  // build's frames said `P`); nor syntax: statements folded into one put
+  // a frame at the line before the throw's.
+  minifyWhitespace: cfg.minify === true,
   // The engine rejects, at load time, regular expressions with Unicode
   // property escapes (`/\P{ASCII}/u` in fast-uri, which the MCP SDK pulls
   // in through ajv); esbuild turns such literals into `new RegExp(...)`

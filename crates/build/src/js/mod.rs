@@ -256,12 +256,11 @@ pub fn build(job: &JsBuild) -> Result<JsBuilt> {
 
 /// Refuse what is not an existing `.js`/`.mjs`/`.ts`/`.mts` file.
 fn check_agent_file(agent: &Path) -> Result<(), InputError> {
-    if !agent.is_file() {
-        return Err(InputError::new(
-            agent,
-            "no such file; pass the agent's .js or .ts file",
-        ));
-    }
+    crate::agent_file(
+        agent,
+        ".js or .ts",
+        &["agent.ts", "agent.js", "agent.mts", "agent.mjs"],
+    )?;
     let ext = agent.extension().and_then(|e| e.to_str()).unwrap_or("");
     if !EXTENSIONS.contains(&ext) {
         return Err(InputError::new(

@@ -469,9 +469,7 @@ fn built_at(output: PathBuf, bytes: &[u8], componentize_py: String, reused: bool
 
 /// The Python module name of the agent file (`agent.py` → `agent`).
 fn module_name(agent: &Path) -> Result<String> {
-    if !agent.is_file() {
-        return Err(InputError::new(agent, "no such file; pass the agent's .py file").into());
-    }
+    crate::agent_file(agent, ".py", &["agent.py"])?;
     let stem = agent
         .file_stem()
         .and_then(|s| s.to_str())
