@@ -27,7 +27,7 @@ pub struct BuildJsArgs {
     /// the toolchain folder); its errors are exit 2, as `file:line:column`.
     #[arg(long)]
     pub typecheck: bool,
-    /// Minify the bundle (names kept): a smaller component and less of the
+    /// Take the bundle's whitespace out (names and lines kept, so stacks still name them): a smaller component and less of the
     /// engine's memory for the source it keeps (no pinned SDK needs it).
     #[arg(long)]
     pub minify: bool,

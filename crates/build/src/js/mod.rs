@@ -128,7 +128,7 @@ pub struct JsBuild {
     pub toolchain: Option<PathBuf>,
     /// Type-check the agent first with `tsc --noEmit`.
     pub typecheck: bool,
-    /// Minify the bundle (names kept).
+    /// Take the bundle's whitespace out (names and lines kept).
     pub minify: bool,
     /// Keep the driver's own stderr (Node's warnings) out of the caller's
     /// stderr, for a caller that prints only JSON.
