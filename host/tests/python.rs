@@ -364,7 +364,7 @@ fn build_python_names_what_to_install_and_what_to_fix() {
     out.expect_code(2);
     // Placed at its line, the Python traceback alone (not componentize-py's
     // own frames, its `Caused by:`, nor a Rust backtrace).
-    let at = format!("{}:4:1: ", broken.display());
+    let at = format!("{}:4:12: ", broken.display()); // at the `(` never closed (column 1 before)
     assert!(out.stderr.contains(&at), "{out}");
     assert!(
         out.stderr.contains("SyntaxError") || out.stderr.contains("never closed"),

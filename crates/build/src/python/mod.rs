@@ -259,19 +259,65 @@ fn other_kind(source: &Path, service: bool) -> Result<()> {
 /// own script's frames around it, nor its `Caused by:` repeat), and the
 /// file of the agent's folder (mounted at `/0/`) and line it ends in, if
 /// it ends in one: a syntax error is placed at its line.
-fn python_error(said: &str) -> (&str, Option<(String, usize)>) {
+fn python_error(said: &str) -> (&str, Option<Place>) {
     let start = said
         .find("AssertionError: Traceback")
         .map_or(0, |i| i + "AssertionError: ".len());
     let text = &said[start..];
     let text = text[..text.find("\n\nCaused by:").unwrap_or(text.len())].trim_end();
-    let place = text.lines().rev().find_map(|l| {
-        let rest = l.trim_start().strip_prefix("File \"/0/")?;
+    let lines: Vec<&str> = text.lines().collect();
+    let place = (0..lines.len()).rev().find_map(|i| {
+        let rest = lines[i].trim_start().strip_prefix("File \"/0/")?;
         let (file, rest) = rest.split_once("\", line ")?;
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        Some((file.to_string(), digits.parse().ok()?))
+        // A syntax error's caret, under its line printed without its
+        // indent (the column was always 1).
+        let caret = match (lines.get(i + 1), lines.get(i + 2)) {
+            (Some(code), Some(marks)) if marks.trim_start().starts_with('^') => {
+                let indent = code.len() - code.trim_start().len();
+                marks.find('^').and_then(|c| c.checked_sub(indent))
+            }
+            _ => None,
+        };
+        Some(Place {
+            file: file.to_string(),
+            line: digits.parse().ok()?,
+            caret,
+        })
     });
     (text, place)
+}
+
+/// Where a Python error is placed in the agent's sources.
+#[derive(Debug, PartialEq)]
+struct Place {
+    /// Relative to the agent's folder.
+    file: String,
+    line: usize,
+    /// A syntax error's caret: characters after the line's own indent.
+    caret: Option<usize>,
+}
+
+impl Place {
+    /// The error at its line, and at its column when the caret says it
+    /// (the line's indent read from `path`, which Python's message leaves
+    /// out).
+    fn error(&self, path: PathBuf, message: String) -> InputError {
+        let column = self.caret.and_then(|c| {
+            let source = std::fs::read_to_string(&path).ok()?;
+            let line = source.lines().nth(self.line.checked_sub(1)?)?;
+            let indent = line.chars().take_while(|c| c.is_whitespace()).count();
+            Some(indent + c + 1)
+        });
+        let e = InputError::new(path, message).with_line(self.line);
+        match (e.line, column) {
+            (Some((line, _)), Some(column)) => InputError {
+                line: Some((line, column)),
+                ..e
+            },
+            _ => e,
+        }
+    }
 }
 
 /// What was built.
@@ -429,14 +475,14 @@ pub fn build(job: &PythonBuild, progress: &mut dyn FnMut(Progress)) -> Result<Py
         }
         let (traceback, place) = python_error(&said);
         let error = match place {
-            Some((file, line)) => {
-                let own = job.agent.file_name().is_some_and(|n| *n == *file);
+            Some(place) => {
+                let own = job.agent.file_name().is_some_and(|n| *n == *place.file);
                 let path = if own {
                     job.agent.clone()
                 } else {
-                    agent_dir.join(file)
+                    agent_dir.join(&place.file)
                 };
-                InputError::new(path, format!("{what}:\n{traceback}")).with_line(line)
+                place.error(path, format!("{what}:\n{traceback}"))
             }
             None => InputError::new(&job.agent, format!("{what}:\n{traceback}")),
         };
@@ -607,8 +653,16 @@ mod tests {
             text.ends_with("SyntaxError: '(' was never closed"),
             "{text}"
         );
-        assert_eq!(place, Some(("agent.py".to_string(), 5)));
+        let place = place.unwrap();
+        assert_eq!((place.file.as_str(), place.line), ("agent.py", 5));
         assert_eq!(python_error("something else").1, None);
+        // The caret's column, the line's indent read from the file (it was
+        // always column 1).
+        let dir = tempfile::tempdir().unwrap();
+        let agent = dir.path().join("agent.py");
+        std::fs::write(&agent, "def run(t):\n    pass\n\n\n    x = (1,\n").unwrap();
+        let e = place.error(agent, "m".into());
+        assert_eq!(e.line, Some((5, 9)), "{e}");
     }
 
     #[test]
