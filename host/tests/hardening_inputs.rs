@@ -214,68 +214,106 @@ fn from_trace_pins_a_result_with_one_key_other_than_error() {
     assert_eq!(injects(&out)[0]["error"].as_str(), Some("not-found"));
 }
 
+/// A trace id is hex (any case) or, as protobuf's JSON mapping writes
+/// bytes, the base64 of 16 bytes, taken as its hex: base64 ids were only
+/// lower-cased (mangled, and traces whose ids differ in case merged).
+/// Any other id is exit 2 naming the file, its line and the id, shown
+/// escaped (it was taken as it was, and one with escapes or `../` named
+/// nothing but a case file); a span with no id is malformed OTLP.
 #[test]
-fn from_trace_takes_a_trace_id_that_is_not_ascii() {
+fn trace_ids_are_hex_or_base64_and_any_other_is_refused_naming_it() {
     let dir = temp_dir();
-    let id = "é€😀é€😀é€😀";
-    let (r, out) = from_trace(
-        dir.path(),
-        "wide.json",
-        &trace(&[id], "get_alert", &object(), &fine(), &[]),
-        &[],
+    // Two ids that differ only in the case of their letters.
+    let (a, b) = ("8rt5MDSunvXpCvqEFQgfnQ==", "8RT5mdsUNVxPcVQefqGFNq==");
+    let file = dir.path().join("b64.json");
+    std::fs::write(&file, trace(&[a, b], "get_alert", &object(), &fine(), &[])).unwrap();
+    let listed = prompt(
+        &dir.path().join("store"),
+        &["case", "from-trace", s(&file), "--list", "--json"],
     );
-    r.expect_code(0);
-    let names: Vec<String> = std::fs::read_dir(out.join("cases"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    listed.expect_code(0);
+    let ids: Vec<&str> = (listed.json().as_array().unwrap().iter())
+        .map(|r| r["trace_id"].as_str().unwrap())
         .collect();
     assert_eq!(
-        names,
-        ["trace.toml"],
-        "no letter of the id is safe in a file name"
+        ids,
+        [
+            "f114f999db14355c4f71541e7ea18536",
+            "f2bb793034ae9ef5e90afa8415081f9d"
+        ],
+        "{listed}"
     );
-}
-
-#[test]
-fn trace_ids_that_are_not_hex_never_become_paths() {
-    let dir = temp_dir();
     let (r, out) = from_trace(
         dir.path(),
-        "dots.json",
-        &trace(&["../../x/"], "get_alert", &object(), &fine(), &[]),
+        "b64.json",
+        &trace(&[a], "get_alert", &object(), &fine(), &[]),
         &[],
     );
     r.expect_code(0);
-    let names: Vec<String> = std::fs::read_dir(out.join("cases"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(names, ["trace-x.toml"]);
-    assert!(!out.join("x").exists() && !dir.path().join("x").exists());
-    // An id with escapes is shown escaped, in --list too.
+    assert!(out.join("cases/trace-f2bb7930.toml").is_file(), "{r}");
+
     let evil = "\u{1b}]0;owned\u{7}abc";
-    let (r, _) = from_trace(
+    for (name, id) in [
+        ("wide.json", "é€😀é€😀é€😀"),
+        ("dots.json", "../../x/"),
+        ("esc.json", evil),
+    ] {
+        let (r, out) = from_trace(
+            dir.path(),
+            name,
+            &trace(&[HEX_ID, id], "t", &object(), &fine(), &[]),
+            &[],
+        );
+        r.expect_code(2);
+        let file = dir.path().join(name);
+        assert!(
+            r.stderr.starts_with(&format!(
+                "error: {}:1:1: span `chat` has traceId \"",
+                file.display()
+            )),
+            "{name}: {r}"
+        );
+        assert!(
+            r.stderr
+                .contains("neither hex nor the base64 of 16 bytes: not an OTLP id"),
+            "{name}: {r}"
+        );
+        assert!(!r.stderr.contains('\u{1b}'), "{r}");
+        assert!(!out.exists() && !dir.path().join("x").exists());
+    }
+    assert!(
+        prompt(
+            &dir.path().join("store"),
+            &[
+                "case",
+                "from-trace",
+                s(&dir.path().join("esc.json")),
+                "--list"
+            ]
+        )
+        .stderr
+        .contains("\\u{1b}")
+    );
+    // A span without a trace id.
+    let mut doc: Value =
+        serde_json::from_slice(&trace(&[HEX_ID], "t", &object(), &fine(), &[])).unwrap();
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"][1]
+        .as_object_mut()
+        .unwrap()
+        .remove("traceId");
+    let (r, out) = from_trace(
         dir.path(),
-        "esc.json",
-        &trace(&[evil, HEX_ID], "t", &object(), &fine(), &[]),
+        "noid.json",
+        &serde_json::to_vec(&doc).unwrap(),
         &[],
     );
     r.expect_code(2);
     assert!(
-        !r.stderr.contains('\u{1b}') && r.stderr.contains("\\u{1b}"),
+        r.stderr
+            .contains("span `execute_tool` (spanId 02) has no traceId: not valid OTLP"),
         "{r}"
     );
-    let listed = prompt(
-        &dir.path().join("store"),
-        &[
-            "case",
-            "from-trace",
-            s(&dir.path().join("esc.json")),
-            "--list",
-        ],
-    );
-    listed.expect_code(0);
-    assert!(!listed.stdout.contains('\u{1b}'), "{listed}");
+    assert!(!out.exists());
 }
 
 #[test]
@@ -1320,4 +1358,125 @@ fn from_trace_reads_a_tool_span_without_its_operation_and_counts_only_what_it_pi
             .contains("1 tool call(s), 0 recorded result(s) pinned"),
         "{text}"
     );
+}
+
+/// One chat span of `HEX_ID` with these input and output messages (the
+/// attributes' text).
+fn chat_trace(input: &str, output: &str) -> Vec<u8> {
+    let attr = |k: &str, v: &str| json!({"key": k, "value": {"stringValue": v}});
+    let span = json!({
+        "traceId": HEX_ID, "spanId": "2222222222222221", "name": "chat gpt-4.1",
+        "startTimeUnixNano": "1767225600010000000",
+        "attributes": [
+            attr("gen_ai.operation.name", "chat"),
+            attr("gen_ai.input.messages", input),
+            attr("gen_ai.output.messages", output),
+        ],
+    });
+    serde_json::to_vec(&json!({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})).unwrap()
+}
+
+/// Input messages that do not parse (cut off at an attribute length
+/// limit) are exit 2 naming the span and the attribute, as output
+/// messages are (they were an empty task, exit 0). A run without tools
+/// says `no tools` (it said `tools: )`).
+#[test]
+fn from_trace_refuses_message_attributes_it_cannot_read() {
+    let dir = temp_dir();
+    let ask = r#"[{"role":"user","parts":[{"type":"text","content":"Weather in Paris?"}]}]"#;
+    let answer = r#"[{"role":"assistant","parts":[{"type":"text","content":"Sunny."}],"finish_reason":"stop"}]"#;
+    let cut_ask = &ask[..ask.find("Paris").unwrap()];
+    let cut_answer = &answer[..answer.find("Sunny").unwrap()];
+    for (name, input, output, attribute) in [
+        ("cut-in.json", cut_ask, answer, "gen_ai.input.messages"),
+        ("cut-out.json", ask, cut_answer, "gen_ai.output.messages"),
+    ] {
+        let (r, out) = from_trace(dir.path(), name, &chat_trace(input, output), &[]);
+        r.expect_code(2);
+        assert!(
+            r.stderr.starts_with(&format!(
+                "error: {}: span `chat gpt-4.1` (id 2222222222222221): its `{attribute}` is not JSON (EOF while parsing",
+                dir.path().join(name).display()
+            )) && r.stderr.contains("cut off"),
+            "{name}: {r}"
+        );
+        assert!(!out.exists());
+    }
+    let (r, out) = from_trace(dir.path(), "fine.json", &chat_trace(ask, answer), &[]);
+    r.expect_code(0);
+    assert!(r.stdout.contains(", no tools); read "), "{r}");
+    let case = std::fs::read_to_string(out.join("cases/trace-0af76519.toml")).unwrap();
+    assert!(case.contains("task = \"Weather in Paris?\""), "{case}");
+    let listed = prompt(
+        &dir.path().join("store"),
+        &[
+            "case",
+            "from-trace",
+            s(&dir.path().join("fine.json")),
+            "--list",
+        ],
+    );
+    listed.expect_code(0);
+    assert!(
+        listed.stdout.starts_with(&format!(
+            "{HEX_ID}  1 model call(s), 0 tool call(s)  no tools\n"
+        )),
+        "{listed}"
+    );
+}
+
+/// `--list` with `-o` is a usage error (the `-o` was ignored, silently).
+#[test]
+fn from_trace_list_and_output_conflict() {
+    let dir = temp_dir();
+    let file = dir.path().join("t.json");
+    std::fs::write(&file, trace(&[HEX_ID], "t", &object(), &fine(), &[])).unwrap();
+    let out = dir.path().join("newdir");
+    let r = prompt(
+        &dir.path().join("store"),
+        &["case", "from-trace", s(&file), "--list", "-o", s(&out)],
+    );
+    r.expect_code(2);
+    assert!(r.stderr.contains("cannot be used with"), "{r}");
+    assert!(!out.exists());
+}
+
+/// A line of OTLP JSON that does not parse is named at its line and
+/// column once (it was `bad.jsonl:2:1: ... at line 1 column 20`); an
+/// empty file says it is empty (it said "has no model call"), and JSON
+/// that is no object says it is JSON (it said "neither OTLP JSON nor an
+/// OTLP protobuf ... buffer underflow").
+#[test]
+fn trace_files_that_are_not_otlp_say_what_they_are() {
+    let dir = temp_dir();
+    for (name, bytes, says) in [
+        (
+            "bad.jsonl",
+            &b"{\"resourceSpans\": []}\n{\"resourceSpans\": [}\n"[..],
+            ":2:20: is not OTLP JSON: expected value\n",
+        ),
+        (
+            "empty.json",
+            b"",
+            ": is empty: an OTLP trace file holds spans\n",
+        ),
+        (
+            "list.json",
+            b"[]\n",
+            ": is JSON (an empty list) but not an OTLP trace: OTLP JSON is an object with `resourceSpans`",
+        ),
+    ] {
+        let file = dir.path().join(name);
+        std::fs::write(&file, bytes).unwrap();
+        let r = prompt(
+            &dir.path().join("store"),
+            &["case", "from-trace", s(&file), "--list"],
+        );
+        r.expect_code(2);
+        assert!(
+            r.stderr
+                .starts_with(&format!("error: {}{says}", file.display())),
+            "{name}: {r}"
+        );
+    }
 }

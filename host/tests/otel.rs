@@ -515,3 +515,175 @@ fn a_collector_s_refusal_is_one_line() {
     );
     collector.join().unwrap();
 }
+
+/// A collector on loopback that answers one request with HTTP 200, this
+/// content type and body; its endpoint and its thread.
+fn answering_once(
+    content_type: &'static str,
+    body: Vec<u8>,
+) -> (String, std::thread::JoinHandle<()>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let collector = std::thread::spawn(move || {
+        let (conn, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(conn.try_clone().unwrap());
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        reader.read_exact(&mut vec![0; length]).unwrap();
+        let mut conn = conn;
+        write!(
+            conn,
+            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        )
+        .unwrap();
+        conn.write_all(&body).unwrap();
+    });
+    (format!("http://127.0.0.1:{port}"), collector)
+}
+
+/// An OTLP partial success (HTTP 200 whose answer says spans were
+/// rejected), protobuf or JSON as its content type says, is a warning
+/// with how many and the collector's message, and in `--json`; the exit
+/// code stays 0 (it was taken for every span accepted, unsaid).
+#[test]
+fn a_collector_s_partial_success_is_a_warning_and_in_the_json() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "injected", INJECTED);
+    let out = common::run_in(&store, &case, &guest("caller-agent"), &worlds_dir());
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    // ExportTraceServiceResponse { partial_success { rejected_spans: 3,
+    // error_message } } as protobuf.
+    let msg = b"attribute too long";
+    let mut inner = vec![0x08, 0x03, 0x12, msg.len() as u8];
+    inner.extend_from_slice(msg);
+    let mut pb = vec![0x0a, inner.len() as u8];
+    pb.extend_from_slice(&inner);
+    let json =
+        br#"{"partialSuccess":{"rejectedSpans":"3","errorMessage":"attribute too long"}}"#.to_vec();
+    for (content_type, body) in [("application/x-protobuf", pb), ("application/json", json)] {
+        let (endpoint, collector) = answering_once(content_type, body.clone());
+        let out = worldline(
+            &store,
+            [
+                "otel",
+                id.as_str(),
+                "--endpoint",
+                endpoint.as_str(),
+                "--json",
+            ],
+        );
+        out.expect_code(0);
+        let spans = out.json()["spans"].as_u64().unwrap();
+        assert!(
+            out.stderr.contains(&format!(
+                "warning: {endpoint}/v1/traces: the collector rejected 3 of the {spans} spans (an OTLP partial success): attribute too long"
+            )),
+            "{content_type}: {out}"
+        );
+        assert_eq!(out.json()["rejected_spans"], 3, "{out}");
+        assert_eq!(
+            out.json()["partial_success_message"],
+            "attribute too long",
+            "{out}"
+        );
+        collector.join().unwrap();
+        // In words too.
+        let (endpoint, collector) = answering_once(content_type, body);
+        let out = worldline(
+            &store,
+            ["otel", id.as_str(), "--endpoint", endpoint.as_str()],
+        );
+        out.expect_code(0);
+        assert!(out.stdout.contains(", which rejected 3 of them"), "{out}");
+        collector.join().unwrap();
+    }
+    // A collector that took every span: nothing said, 0 in the JSON.
+    let (endpoint, collector) = answering_once("application/x-protobuf", Vec::new());
+    let out = worldline(
+        &store,
+        [
+            "otel",
+            id.as_str(),
+            "--endpoint",
+            endpoint.as_str(),
+            "--json",
+        ],
+    );
+    out.expect_code(0);
+    assert_eq!(out.stderr, "", "{out}");
+    assert_eq!(out.json()["rejected_spans"], 0, "{out}");
+    assert_eq!(out.json()["partial_success_message"], Value::Null, "{out}");
+    collector.join().unwrap();
+}
+
+/// `otel --content` then `case from-trace` gives the run's seed (it gave
+/// `seed = 0`, though the root span carries `worldline.seed`), and the
+/// chat span of a call that failed carries no `gen_ai.output.messages`
+/// (it carried the text `null`).
+#[test]
+fn a_run_exported_and_made_a_case_keeps_its_seed() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let model_case = workspace_root().join("cases/model/model-timeout.toml");
+    let run = worldline(
+        &store,
+        [
+            "run",
+            s(&model_case),
+            "--agent",
+            s(&guest("model-agent")),
+            "--worlds",
+            s(&workspace_root().join("worlds")),
+            "--json",
+        ],
+    );
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap();
+    let trace = dir.path().join("trace.pb");
+    worldline(&store, ["otel", id, "--content", "-o", s(&trace)]).expect_code(0);
+    let bytes = std::fs::read(&trace).unwrap();
+    let key = b"gen_ai.output.messages";
+    let with_output = bytes.windows(key.len()).filter(|w| w == key).count();
+    let chats = b"gen_ai.input.messages";
+    let calls = bytes.windows(chats.len()).filter(|w| w == chats).count();
+    assert!(calls >= 3, "{calls} model calls");
+    assert_eq!(
+        with_output,
+        calls - 1,
+        "the timed-out call has no output attribute"
+    );
+    let null = b"gen_ai.output.messages\x12\x06\x0a\x04null";
+    assert!(!bytes.windows(null.len()).any(|w| w == null));
+
+    let out = dir.path().join("case");
+    let made = worldline(
+        &store,
+        ["case", "from-trace", s(&trace), "-o", s(&out), "--json"],
+    );
+    made.expect_code(0);
+    let text = std::fs::read_to_string(made.json()["case"].as_str().unwrap()).unwrap();
+    let case: toml::Table = toml::from_str(&text).unwrap();
+    assert_eq!(case["seed"].as_integer(), Some(503), "{text}");
+    assert_eq!(
+        case["model"]["responses"][0]["error"].as_str(),
+        Some("timeout"),
+        "{text}"
+    );
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(
+        readme.contains("- The seed: 503, the `worldline.seed` of the trace's root span."),
+        "{readme}"
+    );
+}

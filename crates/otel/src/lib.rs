@@ -389,11 +389,15 @@ fn model_span(
     if let Some(err) = &answer.error {
         attrs.push(text("error.type", err.kind.clone()));
     }
+    // A call that failed has no choices: no attribute (it was the text
+    // `null`, which a reader takes for messages that do not parse).
     if opts.content {
-        let messages = request.request.get("messages").unwrap_or(&Value::Null);
-        attrs.push(text("gen_ai.input.messages", canon::to_string(messages)));
-        let choices = answer.choices().unwrap_or(&Value::Null);
-        attrs.push(text("gen_ai.output.messages", canon::to_string(choices)));
+        if let Some(messages) = request.request.get("messages").filter(|m| !m.is_null()) {
+            attrs.push(text("gen_ai.input.messages", canon::to_string(messages)));
+        }
+        if let Some(choices) = answer.choices().filter(|c| !c.is_null()) {
+            attrs.push(text("gen_ai.output.messages", canon::to_string(choices)));
+        }
     }
     let name = if requested.is_empty() {
         "chat".to_string()

@@ -2,7 +2,9 @@
 //! protobuf (`<endpoint>/v1/traces`), or written to a file.
 
 use anyhow::Result;
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
 use prost::Message as _;
 use std::path::Path;
 use std::time::Duration;
@@ -45,8 +47,62 @@ pub fn shown(url: &reqwest::Url) -> String {
     url.to_string()
 }
 
-/// POST the request to [`traces_url`]'s URL; the HTTP status on success.
-pub fn post(url: &reqwest::Url, req: &ExportTraceServiceRequest) -> Result<u16> {
+/// A collector's answer to spans it took.
+#[derive(Debug, Default, PartialEq)]
+pub struct Answered {
+    /// The HTTP status (2xx).
+    pub status: u16,
+    /// The spans it rejected (OTLP's partial success: an answer of 200
+    /// with `partial_success.rejected_spans`); 0 when it took them all.
+    pub rejected_spans: u64,
+    /// What it said with its partial success (a reason, or a warning
+    /// with every span taken), when it said something.
+    pub message: Option<String>,
+}
+
+/// The partial success a 2xx answer's body holds (an
+/// `ExportTraceServiceResponse`, protobuf or, when its content type says
+/// so, JSON): how many spans were rejected and the collector's message.
+/// An answer that holds none, or cannot be read as one, says nothing.
+fn partial_success(content_type: &str, body: &[u8]) -> (u64, Option<String>) {
+    let (rejected, message) = if content_type.to_ascii_lowercase().contains("json") {
+        let Ok(doc) = serde_json::from_slice::<serde_json::Value>(body) else {
+            return (0, None);
+        };
+        let field = |v: &serde_json::Value, camel: &str, snake: &str| {
+            v.get(camel).or_else(|| v.get(snake)).cloned()
+        };
+        let Some(ps) = field(&doc, "partialSuccess", "partial_success") else {
+            return (0, None);
+        };
+        // An int64 is a decimal string in OTLP JSON, or a number.
+        let rejected = match field(&ps, "rejectedSpans", "rejected_spans") {
+            Some(serde_json::Value::String(t)) => t.parse::<i64>().unwrap_or(0),
+            Some(v) => v.as_i64().unwrap_or(0),
+            None => 0,
+        };
+        let message = field(&ps, "errorMessage", "error_message")
+            .and_then(|m| m.as_str().map(String::from))
+            .unwrap_or_default();
+        (rejected, message)
+    } else {
+        match ExportTraceServiceResponse::decode(body) {
+            Ok(r) => r
+                .partial_success
+                .map_or((0, String::new()), |p| (p.rejected_spans, p.error_message)),
+            Err(_) => return (0, None),
+        }
+    };
+    let message = one_line(&message).chars().take(300).collect::<String>();
+    (
+        u64::try_from(rejected).unwrap_or(0),
+        (!message.is_empty()).then_some(message),
+    )
+}
+
+/// POST the request to [`traces_url`]'s URL; the collector's answer on
+/// success.
+pub fn post(url: &reqwest::Url, req: &ExportTraceServiceRequest) -> Result<Answered> {
     let body = req.encode_to_vec();
     let fail = |m: String| InputError::new(shown(url), m);
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -64,25 +120,30 @@ pub fn post(url: &reqwest::Url, req: &ExportTraceServiceRequest) -> Result<u16> 
                 .send()
                 .await?;
             let status = resp.status().as_u16();
-            // Only the status and the start of the answer are used; an
-            // answer past the cap is not read further.
-            let text = match worldline_case::bounded::body(
+            let content_type = (resp.headers().get(reqwest::header::CONTENT_TYPE))
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            // Only the status, the partial success a 2xx answer holds and
+            // the start of an error's answer are used; an answer past the
+            // cap is not read further.
+            let body = match worldline_case::bounded::body(
                 resp.content_length(),
                 resp.bytes_stream(),
                 worldline_case::bounded::COLLECTOR_ANSWER,
             )
             .await
             {
-                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-                Err(worldline_case::bounded::BodyError::TooLarge(cap)) => format!(
+                Ok(bytes) => Ok(bytes),
+                Err(worldline_case::bounded::BodyError::TooLarge(cap)) => Err(format!(
                     "(an answer larger than the cap on a collector's answer, {}, not read)",
                     worldline_case::bounded::size(cap)
-                ),
+                )),
                 Err(worldline_case::bounded::BodyError::Http(e)) => {
-                    format!("(the answer broke off: {e})")
+                    Err(format!("(the answer broke off: {e})"))
                 }
             };
-            Ok::<_, reqwest::Error>((status, text))
+            Ok::<_, reqwest::Error>((status, content_type, body))
         })
         .await
     });
@@ -93,14 +154,26 @@ pub fn post(url: &reqwest::Url, req: &ExportTraceServiceRequest) -> Result<u16> 
             e.without_url()
         ))
         .into()),
-        Ok(Ok((status, _))) if (200..300).contains(&status) => Ok(status),
+        Ok(Ok((status, content_type, body))) if (200..300).contains(&status) => {
+            let (rejected_spans, message) = body
+                .map(|b| partial_success(&content_type, &b))
+                .unwrap_or((0, None));
+            Ok(Answered {
+                status,
+                rejected_spans,
+                message,
+            })
+        }
         // Its body on one line (a collector's pretty-printed JSON ran
         // over several, where an error is one line).
-        Ok(Ok((status, text))) => Err(fail(format!(
-            "the collector answered HTTP {status}: {}",
-            one_line(&text).chars().take(300).collect::<String>()
-        ))
-        .into()),
+        Ok(Ok((status, _, body))) => {
+            let text = body.map_or_else(|why| why, |b| String::from_utf8_lossy(&b).into_owned());
+            Err(fail(format!(
+                "the collector answered HTTP {status}: {}",
+                one_line(&text).chars().take(300).collect::<String>()
+            ))
+            .into())
+        }
     }
 }
 
@@ -125,6 +198,52 @@ pub fn to_writer(out: &mut impl std::io::Write, req: &ExportTraceServiceRequest)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A partial success is read from protobuf and from JSON (camel or
+    /// snake case, an int64 as a string or a number); an answer without
+    /// one, or that is neither, says nothing.
+    #[test]
+    fn a_partial_success_is_read_from_protobuf_and_json() {
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTracePartialSuccess;
+        let pb = ExportTraceServiceResponse {
+            partial_success: Some(ExportTracePartialSuccess {
+                rejected_spans: 3,
+                error_message: "attribute\ntoo long".into(),
+            }),
+        }
+        .encode_to_vec();
+        let said = |n: u64, m: &str| (n, Some(m.to_string()));
+        assert_eq!(
+            partial_success("application/x-protobuf", &pb),
+            said(3, "attribute too long")
+        );
+        assert_eq!(partial_success("", &pb), said(3, "attribute too long"));
+        for json in [
+            r#"{"partialSuccess":{"rejectedSpans":"2","errorMessage":"dropped"}}"#,
+            r#"{"partial_success":{"rejected_spans":2,"error_message":"dropped"}}"#,
+        ] {
+            assert_eq!(
+                partial_success("application/json; charset=utf-8", json.as_bytes()),
+                said(2, "dropped")
+            );
+        }
+        // A warning with every span taken.
+        assert_eq!(
+            partial_success(
+                "application/json",
+                br#"{"partialSuccess":{"errorMessage":"slow down"}}"#
+            ),
+            said(0, "slow down")
+        );
+        for (ct, body) in [
+            ("application/x-protobuf", &b""[..]),
+            ("application/json", b"{}"),
+            ("application/json", b"not json"),
+            ("application/x-protobuf", b"\xff\xff"),
+        ] {
+            assert_eq!(partial_success(ct, body), (0, None), "{ct} {body:?}");
+        }
+    }
 
     #[test]
     fn the_traces_path_is_joined_to_the_endpoint_s_path_and_a_password_never_shown() {

@@ -33,11 +33,15 @@ pub fn write_trace_runs(out: &mut impl Write, runs: &[Listed]) -> io::Result<()>
         let tools: Vec<String> = r.tools.iter().map(|t| shown::text(t)).collect();
         writeln!(
             out,
-            "{}  {} model call(s), {} tool call(s)  tools: {}",
+            "{}  {} model call(s), {} tool call(s)  {}",
             shown::text(&r.trace_id),
             r.model_calls,
             r.tool_calls,
-            tools.join(", ")
+            if tools.is_empty() {
+                "no tools".to_string()
+            } else {
+                format!("tools: {}", tools.join(", "))
+            }
         )?;
     }
     writeln!(out, "{} agent run(s)", runs.len())
@@ -47,13 +51,17 @@ pub fn write_trace_runs(out: &mut impl Write, runs: &[Listed]) -> io::Result<()>
 pub fn write_from_trace(out: &mut impl Write, made: &FromTrace) -> io::Result<()> {
     writeln!(
         out,
-        "wrote {} from trace {} ({} model call(s), {} tool call(s), {} recorded result(s) pinned, tools: {}); read {}",
+        "wrote {} from trace {} ({} model call(s), {} tool call(s), {} recorded result(s) pinned, {}); read {}",
         made.case.display(),
         shown::text(&made.trace_id),
         made.model_calls,
         made.tool_calls,
         made.pinned,
-        shown::list(&made.tools),
+        if made.tools.is_empty() {
+            "no tools".to_string()
+        } else {
+            format!("tools: {}", shown::list(&made.tools))
+        },
         made.dir.join("README.md").display()
     )
 }

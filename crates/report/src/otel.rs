@@ -8,6 +8,11 @@ use std::io::{self, Write};
 pub struct OtelSummary {
     /// The HTTP status the endpoint answered (none when written to a file).
     pub http_status: Option<u16>,
+    /// The spans the endpoint rejected, by its OTLP partial success (0:
+    /// none; none when written to a file).
+    pub rejected_spans: Option<u64>,
+    /// What the endpoint said with its partial success, if anything.
+    pub partial_success_message: Option<String>,
     pub redacted: bool,
     pub run_ids: Vec<String>,
     pub runs: usize,
@@ -22,8 +27,14 @@ pub struct OtelSummary {
 pub fn write(out: &mut impl Write, s: &OtelSummary) -> io::Result<()> {
     writeln!(
         out,
-        "exported {} spans of {} runs to {}",
-        s.spans, s.runs, s.to
+        "exported {} spans of {} runs to {}{}",
+        s.spans,
+        s.runs,
+        s.to,
+        match s.rejected_spans {
+            Some(n) if n > 0 => format!(", which rejected {n} of them"),
+            _ => String::new(),
+        }
     )?;
     for (run, trace) in s.run_ids.iter().zip(&s.trace_ids) {
         writeln!(out, "  {run}  trace {trace}")?;

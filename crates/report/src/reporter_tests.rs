@@ -127,6 +127,8 @@ fn a_merged_campaign_is_what_one_machine_prints() {
 fn otel_names_each_run_and_its_trace() {
     let s = super::otel::OtelSummary {
         http_status: None,
+        rejected_spans: None,
+        partial_success_message: None,
         redacted: false,
         run_ids: vec![
             "20261128-093036-94a3bea0".into(),
@@ -1161,6 +1163,39 @@ fn case_from_run_and_from_trace_say_what_they_wrote_and_list_a_traces_runs() {
         super::case::write_trace_runs(out, &listed)?;
         super::case::write_from_trace(out, &from_trace)
     }));
+}
+
+/// A trace run with no tool says so (the summary read `tools: )`).
+#[test]
+fn a_trace_run_without_tools_says_no_tools() {
+    use worldline_engine::regress::from_trace::{FromTrace, Listed};
+    let listed = [Listed {
+        trace_id: "28ac4fcec88c021fc56ba0cc4c5101f0".into(),
+        model_calls: 1,
+        tool_calls: 0,
+        tools: Vec::new(),
+    }];
+    let made = FromTrace {
+        trace_id: "28ac4fcec88c021fc56ba0cc4c5101f0".into(),
+        dir: "out".into(),
+        case: "out/cases/trace-28ac4fce.toml".into(),
+        world: "out/worlds/traced/v1/world.toml".into(),
+        model_calls: 1,
+        tool_calls: 0,
+        pinned: 0,
+        tools: Vec::new(),
+        forms: vec!["gen_ai attributes"],
+    };
+    let shown = text(|out| {
+        super::case::write_trace_runs(out, &listed)?;
+        super::case::write_from_trace(out, &made)
+    });
+    assert!(
+        shown.contains("0 tool call(s)  no tools\n")
+            && shown.contains("0 recorded result(s) pinned, no tools); read out/README.md"),
+        "{shown}"
+    );
+    assert!(!shown.contains("tools: "), "{shown}");
 }
 
 /// A text report shows at most 16 KiB of one value, and says how much it

@@ -40,8 +40,9 @@ pub struct FromTraceArgs {
     /// file holds several; with `--list`, list the runs whose id starts so.
     #[arg(long)]
     pub trace_id: Option<String>,
-    /// List the agent runs in the file and write nothing.
-    #[arg(long)]
+    /// List the agent runs in the file and write nothing (not with `-o`,
+    /// which it ignored).
+    #[arg(long, conflicts_with = "output")]
     pub list: bool,
     #[command(flatten)]
     pub common: Common,

@@ -86,10 +86,29 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
         .flat_map(|r| &r.scope_spans)
         .map(|s| s.spans.len())
         .sum();
-    let (to, status) = match (&args.endpoint, &args.output) {
+    let (to, answered) = match (&args.endpoint, &args.output) {
         (Some(endpoint), _) => {
             let url = send::traces_url(endpoint)?;
-            (send::shown(&url), Some(send::post(&url, &req)?))
+            let answered = send::post(&url, &req)?;
+            // A partial success is a 200 that did not take every span
+            // (it was taken as all of them, unsaid); the exit code stays
+            // 0, as the spans it took are there.
+            let to = send::shown(&url);
+            match (answered.rejected_spans, &answered.message) {
+                (0, None) => {}
+                (0, Some(m)) => eprintln!(
+                    "note: {to}: the collector took every span and said: {}",
+                    worldline_case::shown::text(m)
+                ),
+                (n, m) => eprintln!(
+                    "warning: {to}: the collector rejected {n} of the {spans} spans (an OTLP partial success){}",
+                    m.as_deref().map_or_else(String::new, |m| format!(
+                        ": {}",
+                        worldline_case::shown::text(m)
+                    ))
+                ),
+            }
+            (to, Some(answered))
         }
         // `-o -`: the request to stdout, as `export -o -` writes (it made a
         // file named `-`).
@@ -104,7 +123,9 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
         (None, None) => unreachable!("clap requires --endpoint or --output"),
     };
     let summary = OtelSummary {
-        http_status: status,
+        http_status: answered.as_ref().map(|a| a.status),
+        rejected_spans: answered.as_ref().map(|a| a.rejected_spans),
+        partial_success_message: answered.and_then(|a| a.message),
         // A viewer's runs are redacted copies already, read with no
         // redactor.
         redacted: redactor.is_some() || views.iter().any(|v| v.bundle.header.redacted.is_some()),

@@ -59,9 +59,28 @@ pub(crate) struct Run {
     pub start_ns: u64,
     /// Which form the model calls were in.
     pub forms: Vec<&'static str>,
+    /// The first message attribute that could not be read, naming its
+    /// span: a case made without it would say something else (a damaged
+    /// `gen_ai.input.messages` was an empty task, exit 0).
+    pub damaged: Option<String>,
+    /// The run's seed, when a root span carries `worldline.seed` (a trace
+    /// `worldline otel` exported).
+    pub seed: Option<u64>,
 }
 
 impl Run {
+    /// Note that `span`'s attribute `key` (or its event's) could not be
+    /// read, and why; the first such is kept.
+    fn damage(&mut self, span: &Span, what: &str, why: &str) {
+        if self.damaged.is_none() {
+            self.damaged = Some(format!(
+                "span `{}` (id {}): its {what} {why}; record the trace again, or mend that span",
+                worldline_case::shown::text(&span.name),
+                worldline_case::shown::text(&span.span_id),
+            ));
+        }
+    }
+
     /// Model calls whose messages were not captured.
     pub(crate) fn without_content(&self) -> usize {
         self.model_calls
@@ -302,6 +321,44 @@ fn tool_def(v: &Value) -> Option<ToolDef> {
     })
 }
 
+/// Why JSON `v` (an attribute's value, parsed) is not what was wanted,
+/// `want` (a list, an object): text that did not parse says why it did
+/// not (cut off at an attribute length limit, such as
+/// `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`, or damaged).
+fn unread(v: &Value, want: &str) -> String {
+    match v {
+        Value::String(text) => match unholdable(text).or_else(|| {
+            serde_json::from_str::<Value>(text)
+                .err()
+                .map(|e| e.to_string())
+        }) {
+            Some(why) => format!(
+                "is not JSON ({why}): cut off (at an attribute length limit such as OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT?) or damaged"
+            ),
+            None => format!("holds text where {want} belongs"),
+        },
+        Value::Array(_) => format!("holds a list where {want} belongs"),
+        Value::Object(_) => format!("holds an object where {want} belongs"),
+        other => format!("holds {other} where {want} belongs"),
+    }
+}
+
+/// The messages a GenAI attribute (`gen_ai.input.messages`,
+/// `gen_ai.output.messages`) holds: a JSON list (or a list value). Null
+/// (as `worldline otel` wrote for a call that failed) is no messages; any
+/// other value is noted as damage and read as none.
+fn messages_in(span: &Span, key: &str, run: &mut Run) -> Option<Vec<Value>> {
+    match parsed(span.attrs.get(key)?) {
+        Value::Array(list) => Some(list),
+        Value::Null => None,
+        other => {
+            let what = format!("`{}`", worldline_case::shown::text(key));
+            run.damage(span, &what, &unread(&other, "a JSON list of messages"));
+            None
+        }
+    }
+}
+
 /// A GenAI chat span (attributes or events).
 fn genai_chat(span: &Span, run: &mut Run) -> ModelCall {
     let mut input = Vec::new();
@@ -311,12 +368,13 @@ fn genai_chat(span: &Span, run: &mut Run) -> ModelCall {
         input.push(json!({"role": "system", "content": text}));
     }
     let mut output = None;
-    if let Some(msgs) = span.attrs.get("gen_ai.input.messages") {
-        input.extend(parsed(msgs).as_array().into_iter().flatten().map(message));
+    if span.attrs.contains_key("gen_ai.input.messages") {
+        let msgs = messages_in(span, "gen_ai.input.messages", run);
+        input.extend(msgs.iter().flatten().map(message));
         run.forms.push("gen_ai attributes");
     }
-    if let Some(out) = span.attrs.get("gen_ai.output.messages") {
-        output = parsed(out).as_array().and_then(|a| a.first()).map(answer);
+    if let Some(out) = messages_in(span, "gen_ai.output.messages", run) {
+        output = out.first().map(answer);
     }
     for e in &span.events {
         let role = match e.name.as_str() {
@@ -325,7 +383,12 @@ fn genai_chat(span: &Span, run: &mut Run) -> ModelCall {
             "gen_ai.assistant.message" => "assistant",
             "gen_ai.tool.message" => "tool",
             "gen_ai.choice" => {
-                let body = e.attrs.get("message").map(parsed).unwrap_or_else(|| {
+                let message = e.attrs.get("message").map(parsed);
+                if let Some(m) = message.as_ref().filter(|m| !m.is_object()) {
+                    let why = unread(m, "a JSON object (the message)");
+                    run.damage(span, "`gen_ai.choice` event's `message`", &why);
+                }
+                let body = message.unwrap_or_else(|| {
                     json!({"content": e.attrs.get("content"), "tool_calls": e.attrs.get("tool_calls").map(parsed)})
                 });
                 output = Some(answer(&body));
@@ -448,9 +511,33 @@ fn oi_calls(m: &BTreeMap<&str, &Value>) -> Vec<((String, String), Option<String>
         .collect()
 }
 
+/// The fields of a flattened OpenInference message read as text.
+const OI_TEXT_FIELDS: &[&str] = &[
+    "message.role",
+    "message.content",
+    "message.tool_call_id",
+    "message_content.type",
+    "message_content.text",
+    "tool_call.id",
+    "tool_call.function.name",
+];
+
 /// An OpenInference LLM span.
 fn openinference_llm(span: &Span, run: &mut Run) -> ModelCall {
     run.forms.push("openinference");
+    // A message's text field that holds no text was read as no text (the
+    // task an empty one, an answer without its words): noted as damage,
+    // as a GenAI message list that does not parse is.
+    for (k, v) in &span.attrs {
+        if (k.starts_with("llm.input_messages.") || k.starts_with("llm.output_messages."))
+            && OI_TEXT_FIELDS.iter().any(|f| k.ends_with(&format!(".{f}")))
+            && !v.is_string()
+            && !v.is_null()
+        {
+            let what = format!("`{}`", worldline_case::shown::text(k));
+            run.damage(span, &what, &unread(v, "text"));
+        }
+    }
     let input = indexed(span, "llm.input_messages.")
         .values()
         .map(|m| {
@@ -554,6 +641,15 @@ pub(crate) fn run_of(spans: &[Span]) -> Run {
         start_ns: spans.first().map_or(0, |s| s.start_ns),
         ..Run::default()
     };
+    // The seed a root span carries (`worldline otel` puts it on the run's
+    // `invoke_agent` span): a case from the trace of a worldline run had
+    // seed 0.
+    run.seed = (spans.iter())
+        .filter(|s| s.parent_id.is_empty())
+        .find_map(|s| match s.attrs.get("worldline.seed")? {
+            Value::String(t) => t.parse().ok(),
+            v => v.as_u64(),
+        });
     let nesting = model_call_nesting(&spans);
     // Each nest's calls by its outermost span, in the order nests start.
     let mut nests: BTreeMap<usize, Vec<(usize, usize, ModelCall)>> = BTreeMap::new();
@@ -984,6 +1080,103 @@ mod tests {
         assert_eq!(r.model_calls.len(), 1);
         let answer = r.model_calls[0].output.as_ref().unwrap();
         assert_eq!(answer.content.as_deref(), Some("done"));
+    }
+
+    /// Message attributes that do not parse (cut off at a length limit)
+    /// are damage naming the span and the attribute, in the input as in
+    /// the output (a cut `gen_ai.input.messages` was an empty task, exit
+    /// 0); an OpenInference message field that holds no text is too. A
+    /// `null` (a failed call, as `otel` wrote it) is no messages.
+    #[test]
+    fn message_attributes_that_do_not_parse_are_named_damage() {
+        let cut = json!(r#"[{"role":"user","parts":[{"type":"text","content":"{\"city\": \"Par"#);
+        let answer = json!(r#"[{"role":"assistant","content":"ok"}]"#);
+        let ask = json!(r#"[{"role":"user","content":"hi"}]"#);
+        let mut s = span(&[
+            ("gen_ai.operation.name", json!("chat")),
+            ("gen_ai.input.messages", cut.clone()),
+            ("gen_ai.output.messages", answer.clone()),
+        ]);
+        s.name = "chat gpt-4.1".into();
+        s.span_id = "2222222222222221".into();
+        let damaged = run_of(&[s]).damaged.unwrap();
+        assert!(
+            damaged.starts_with("span `chat gpt-4.1` (id 2222222222222221): its `gen_ai.input.messages` is not JSON (EOF while parsing a string")
+                && damaged.contains("cut off"),
+            "{damaged}"
+        );
+        let out = span(&[
+            ("gen_ai.operation.name", json!("chat")),
+            ("gen_ai.input.messages", ask.clone()),
+            ("gen_ai.output.messages", json!(r#"{"role":"assistant"}"#)),
+        ]);
+        let damaged = run_of(&[out]).damaged.unwrap();
+        assert!(
+            damaged.contains(
+                "its `gen_ai.output.messages` holds an object where a JSON list of messages belongs"
+            ),
+            "{damaged}"
+        );
+        let mut failed = span(&[
+            ("gen_ai.operation.name", json!("chat")),
+            ("gen_ai.input.messages", ask),
+            ("gen_ai.output.messages", json!("null")),
+        ]);
+        failed.failed = true;
+        let r = run_of(&[failed]);
+        assert_eq!(r.damaged, None);
+        assert_eq!(r.model_calls[0].failed, Some(("unavailable", None)));
+        let oi = span(&[
+            ("openinference.span.kind", json!("LLM")),
+            ("llm.input_messages.0.message.role", json!("user")),
+            (
+                "llm.input_messages.0.message.content",
+                json!({"city": "Paris"}),
+            ),
+            ("llm.output_messages.0.message.content", json!("ok")),
+        ]);
+        let damaged = run_of(&[oi]).damaged.unwrap();
+        assert!(
+            damaged.contains(
+                "its `llm.input_messages.0.message.content` holds an object where text belongs"
+            ),
+            "{damaged}"
+        );
+        assert_eq!(
+            run_of(&[span(&[
+                ("gen_ai.operation.name", json!("chat")),
+                (
+                    "gen_ai.input.messages",
+                    json!(r#"[{"role":"user","content":"hi"}]"#)
+                ),
+                ("gen_ai.output.messages", answer)
+            ])])
+            .damaged,
+            None
+        );
+    }
+
+    /// The seed a root span carries (`worldline otel` writes it on the
+    /// run's span) is the run's.
+    #[test]
+    fn the_seed_comes_from_the_root_span() {
+        let chat = span(&[
+            ("gen_ai.operation.name", json!("chat")),
+            (
+                "gen_ai.input.messages",
+                json!(r#"[{"role":"user","content":"hi"}]"#),
+            ),
+            (
+                "gen_ai.output.messages",
+                json!(r#"[{"role":"assistant","content":"ok"}]"#),
+            ),
+        ]);
+        assert_eq!(run_of(std::slice::from_ref(&chat)).seed, None);
+        let mut root = span(&[("worldline.seed", json!("18446744073709551615"))]);
+        root.span_id = "root".into();
+        let mut child = chat;
+        child.parent_id = "root".into();
+        assert_eq!(run_of(&[root, child]).seed, Some(u64::MAX));
     }
 
     /// A result in its transport's text wrapper is its text, read as JSON.

@@ -59,7 +59,10 @@ pub struct FromTrace {
 
 /// The agent runs of a trace file: its traces that hold a model call.
 fn runs_in(path: &Path) -> Result<BTreeMap<String, Run>, InputError> {
-    let spans = otlp::read(path).map_err(|u| InputError::new(path, u.message).with_line(u.line))?;
+    let spans = otlp::read(path).map_err(|u| InputError {
+        line: (u.line > 0).then_some((u.line, u.column)),
+        ..InputError::new(path, u.message)
+    })?;
     let mut by_trace: BTreeMap<String, Vec<otlp::Span>> = BTreeMap::new();
     for s in spans {
         by_trace.entry(s.trace_id.clone()).or_default().push(s);
@@ -125,6 +128,11 @@ pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<Fro
     let mut runs = runs_in(path)?;
     let id = pick(path, &runs, trace_id)?;
     let run = runs.remove(&id).unwrap_or_default();
+    // A message attribute that does not parse (cut off at a length limit)
+    // would be read as no messages: the task empty, an answer missing.
+    if let Some(why) = &run.damaged {
+        return Err(InputError::new(path, why.clone()).into());
+    }
     let missing = run.without_content();
     if missing > 0 {
         return Err(InputError::new(
@@ -473,7 +481,12 @@ fn case_toml(run: &Run, tools: &[String], origin: &Origin, source: &Path) -> Res
     let doc = json!({
         "world": format!("{WORLD}@v1"),
         "description": description,
-        "seed": 0,
+        // Past TOML's largest integer, its digits (as `case from-run`
+        // writes such a seed).
+        "seed": match run.seed {
+            Some(seed) if i64::try_from(seed).is_err() => Value::from(seed.to_string()),
+            seed => Value::from(seed.unwrap_or(0)),
+        },
         "task": task_of(run),
         "model": {"provider": "scripted", "responses": responses},
         "inject": inject,
@@ -507,6 +520,7 @@ Made by `worldline case from-trace {}`.\n\n\
 - The tools ({}), with the parameters the agent declared where the trace has them, in `worlds/{WORLD}/v1/world.toml`.\n\
 - The tool results the trace recorded ({}), pinned in order as `[[inject]]` rules (`tool`, `nth`, `response`).\n\
 - The clock: the trace's first span.\n\
+- The seed: {}.\n\
 - `[origin]`: the trace id and the SHA-256 of the trace file.\n\
 - Read as: {}.\n\n\
 ## Left to write\n\n\
@@ -515,12 +529,20 @@ Made by `worldline case from-trace {}`.\n\n\
 - Values the trace held as null are left out (TOML has no null).\n{}",
         source.display(),
         run.model_calls.len(),
-        tools.join(", "),
+        if tools.is_empty() {
+            "none".to_string()
+        } else {
+            tools.join(", ")
+        },
         match (pinned(run), run.tool_calls.len()) {
             (p, n) if p == n => format!("{n} calls"),
             (p, n) => format!(
                 "{p} of its {n} tool calls; a call whose result it did not record is answered by the world, here its tool's `not_recorded` rule"
             ),
+        },
+        match run.seed {
+            Some(seed) => format!("{seed}, the `worldline.seed` of the trace's root span"),
+            None => "0 (the trace carries no `worldline.seed`)".to_string(),
         },
         run.forms.join(", "),
         undefined(run, tools),

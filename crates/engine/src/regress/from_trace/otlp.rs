@@ -42,17 +42,29 @@ impl Span {
     }
 }
 
-/// Why a trace file was not read: what is wrong in words, and the line it
-/// is on (0: no line); the caller names the file.
+/// Why a trace file was not read: what is wrong in words, and the line
+/// and column it is at (line 0: no line; column 1 when only the line is
+/// known); the caller names the file.
 #[derive(Debug)]
 pub(crate) struct Unread {
     pub line: usize,
+    pub column: usize,
     pub message: String,
+}
+
+impl Unread {
+    fn at(line: usize, message: String) -> Self {
+        Unread {
+            line,
+            column: 1,
+            message,
+        }
+    }
 }
 
 impl From<String> for Unread {
     fn from(message: String) -> Self {
-        Unread { line: 0, message }
+        Unread::at(0, message)
     }
 }
 
@@ -76,16 +88,96 @@ pub(crate) fn read(path: &Path) -> Result<Vec<Span>, Unread> {
 }
 
 /// The spans of a trace file's bytes: OTLP JSON when it starts with `{`,
-/// else OTLP protobuf.
+/// else OTLP protobuf. An empty file, and JSON that is no object (`[]`),
+/// are said to be so (they were "no model call" and "neither OTLP JSON
+/// nor an OTLP protobuf ... buffer underflow").
 pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Span>, Unread> {
-    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
-        json_spans(bytes)
-    } else {
-        let req = ExportTraceServiceRequest::decode(bytes).map_err(|e| {
-            format!("is neither OTLP JSON nor an OTLP protobuf trace (cut off or damaged?): {e}")
-        })?;
-        Ok(proto_spans(&req))
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    match first {
+        None if bytes.is_empty() => {
+            return Err(String::from("is empty: an OTLP trace file holds spans").into());
+        }
+        None => {
+            return Err(
+                String::from("holds only whitespace: an OTLP trace file holds spans").into(),
+            );
+        }
+        Some(b'{') => return json_spans(bytes),
+        Some(_) => {}
     }
+    if let Ok(doc) = serde_json::from_slice::<Value>(bytes) {
+        return Err(format!(
+            "is JSON ({}) but not an OTLP trace: OTLP JSON is an object with `resourceSpans` (one a line, or one document)",
+            json_kind(&doc)
+        )
+        .into());
+    }
+    let req = ExportTraceServiceRequest::decode(bytes).map_err(|e| {
+        format!("is neither OTLP JSON nor an OTLP protobuf trace (cut off or damaged?): {e}")
+    })?;
+    proto_spans(&req)
+}
+
+/// What a JSON value is, in words.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(a) if a.is_empty() => "an empty list",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A span's id (`field`: `traceId`, `spanId`, `parentSpanId`) as OTLP JSON
+/// gives it, in lower-case hex: hex in any case, as the OTLP JSON encoding
+/// writes ids, or the base64 of `bytes` bytes (16 for a trace id, 8 for a
+/// span's), as protobuf's own JSON mapping writes them. Ids were only
+/// lower-cased: base64 ids were mangled, and traces whose ids differ in
+/// case merged. `Ok(None)`: no id (or a blank one).
+fn json_id(span: &Value, field: &str, bytes: usize) -> Result<Option<String>, String> {
+    let id = match span.get(field) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => return Ok(None),
+        Some(Value::String(s)) => s.as_str(),
+        Some(other) => {
+            return Err(format!(
+                "has {field} {}, not a string",
+                worldline_case::shown::text(&other.to_string())
+            ));
+        }
+    };
+    if id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(Some(id.to_ascii_lowercase()));
+    }
+    // Padded or not, either alphabet, its last character's spare bits
+    // not checked (as protobuf's JSON parsers read bytes).
+    use base64::Engine as _;
+    use base64::alphabet::{STANDARD, URL_SAFE};
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    let lenient = GeneralPurposeConfig::new()
+        .with_decode_allow_trailing_bits(true)
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent);
+    let decoded = [STANDARD, URL_SAFE]
+        .iter()
+        .find_map(|a| GeneralPurpose::new(a, lenient).decode(id).ok());
+    match decoded {
+        Some(raw) if raw.len() == bytes => Ok(Some(hex::encode(raw))),
+        _ => Err(format!(
+            "has {field} {}, neither hex nor the base64 of {bytes} bytes: not an OTLP id",
+            worldline_case::shown::text(&format!("\"{id}\""))
+        )),
+    }
+}
+
+/// The line of `text` the JSON string `needle` first appears on (1 when
+/// it does not): where a single document's span is.
+fn line_of(text: &str, needle: &str) -> usize {
+    let quoted = Value::from(needle).to_string();
+    text.find(&quoted)
+        .map_or(1, |at| text[..at].matches('\n').count() + 1)
 }
 
 fn proto_value(v: &AnyValue) -> Value {
@@ -121,11 +213,20 @@ fn proto_attrs(kvs: &[KeyValue]) -> BTreeMap<String, Value> {
         .collect()
 }
 
-fn proto_spans(req: &ExportTraceServiceRequest) -> Vec<Span> {
+fn proto_spans(req: &ExportTraceServiceRequest) -> Result<Vec<Span>, Unread> {
     let mut out = Vec::new();
     for rs in &req.resource_spans {
         for ss in &rs.scope_spans {
             for s in &ss.spans {
+                for (field, id) in [("trace_id", &s.trace_id), ("span_id", &s.span_id)] {
+                    if id.is_empty() {
+                        return Err(format!(
+                            "span `{}` has no {field}: not a valid OTLP span (every span has a trace id and a span id); export the trace again, or mend it",
+                            worldline_case::shown::text(&s.name)
+                        )
+                        .into());
+                    }
+                }
                 out.push(Span {
                     trace_id: hex::encode(&s.trace_id),
                     span_id: hex::encode(&s.span_id),
@@ -146,7 +247,7 @@ fn proto_spans(req: &ExportTraceServiceRequest) -> Vec<Span> {
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// An OTLP JSON `AnyValue` (`{"stringValue": ...}`, 64-bit integers as
@@ -206,33 +307,39 @@ fn json_spans(bytes: &[u8]) -> Result<Vec<Span>, Unread> {
             .filter(|b| **b == b'\n')
             .count()
             + 1;
-        Unread {
-            line,
-            message: format!("is not UTF-8 text: {e}"),
-        }
+        Unread::at(line, format!("is not UTF-8 text: {e}"))
     })?;
     let mut out = Vec::new();
     // A file exporter writes one request a line; a single pretty-printed
     // document is read whole.
-    let docs: Vec<Value> = match serde_json::from_str::<Value>(text) {
-        Ok(doc) => vec![doc],
-        Err(_) => text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| {
-                serde_json::from_str(l).map_err(|e| Unread {
-                    line: i + 1,
-                    message: format!("is not OTLP JSON: {e}"),
-                })
-            })
-            .collect::<Result<_, _>>()?,
+    // Each request with its line (0: the one document).
+    let docs: Vec<(usize, Value)> = match serde_json::from_str::<Value>(text) {
+        Ok(doc) => vec![(0, doc)],
+        Err(whole) => {
+            let mut docs = Vec::new();
+            for (i, l) in text.lines().enumerate() {
+                if l.trim().is_empty() {
+                    continue;
+                }
+                match serde_json::from_str(l) {
+                    Ok(doc) => docs.push((i + 1, doc)),
+                    // The first request does not parse on its own line:
+                    // the file is one document (pretty-printed), damaged,
+                    // and the whole document's error says where.
+                    Err(_) if docs.is_empty() => return Err(not_json(&whole, 0)),
+                    Err(e) => return Err(not_json(&e, i)),
+                }
+            }
+            docs
+        }
     };
-    for (i, doc) in docs.iter().enumerate() {
-        // The line of the request: one a line, or the one document.
-        let line = if docs.len() > 1 { i + 1 } else { 0 };
+    for (line, doc) in &docs {
+        let line = *line;
         let Some(resource_spans) = doc["resourceSpans"].as_array() else {
-            return Err(String::from("is JSON without `resourceSpans`: not an OTLP trace").into());
+            return Err(Unread::at(
+                line,
+                "is JSON without `resourceSpans`: not an OTLP trace".into(),
+            ));
         };
         for rs in resource_spans {
             for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
@@ -240,16 +347,51 @@ fn json_spans(bytes: &[u8]) -> Result<Vec<Span>, Unread> {
                     let name = s["name"].as_str().unwrap_or("").to_string();
                     let start_ns = start_of(s).ok_or_else(|| Unread {
                         line,
+                        column: 1,
                         message: format!(
                             "span `{name}` (id {}) has startTimeUnixNano {}, not a whole number of nanoseconds since 1970: the run's clock and its calls' order are read from it; export the trace again, or mend the span",
                             s["spanId"].as_str().unwrap_or("?"),
                             s.get("startTimeUnixNano").map_or_else(|| "missing".to_string(), Value::to_string),
                         ),
                     })?;
+                    // Where the span is: its request's line, or in the one
+                    // document the line its id is on.
+                    let at = |id: &Value| match (line, id.as_str()) {
+                        (0, Some(id)) => line_of(text, id),
+                        _ => line,
+                    };
+                    let id = |field: &str, bytes: usize, required: bool| {
+                        let got = json_id(s, field, bytes).map_err(|why| {
+                            Unread::at(
+                                at(&s[field]),
+                                format!("span `{}` {why}", worldline_case::shown::text(&name)),
+                            )
+                        })?;
+                        match got {
+                            None if required => Err(Unread::at(
+                                line,
+                                format!(
+                                    "span `{}`{} has no {field}: not valid OTLP (every span has a trace id and a span id); export the trace again, or mend it",
+                                    worldline_case::shown::text(&name),
+                                    s["spanId"]
+                                        .as_str()
+                                        .filter(|i| !i.trim().is_empty())
+                                        .map_or_else(String::new, |i| format!(
+                                            " (spanId {})",
+                                            worldline_case::shown::text(i)
+                                        )),
+                                ),
+                            )),
+                            got => Ok(got.unwrap_or_default()),
+                        }
+                    };
+                    let trace_id = id("traceId", 16, true)?;
+                    let span_id = id("spanId", 8, true)?;
+                    let parent_id = id("parentSpanId", 8, false)?;
                     out.push(Span {
-                        trace_id: s["traceId"].as_str().unwrap_or("").to_lowercase(),
-                        span_id: s["spanId"].as_str().unwrap_or("").to_lowercase(),
-                        parent_id: s["parentSpanId"].as_str().unwrap_or("").to_lowercase(),
+                        trace_id,
+                        span_id,
+                        parent_id,
                         name,
                         start_ns,
                         failed: matches!(&s["status"]["code"], Value::Number(n) if n.as_u64() == Some(2))
@@ -272,9 +414,209 @@ fn json_spans(bytes: &[u8]) -> Result<Vec<Span>, Unread> {
     Ok(out)
 }
 
+/// A request that is not JSON, at the line (its index in the file, 0 for
+/// the one document) and the column the parser stopped at, said once
+/// (it was `bad.jsonl:2:1: ... at line 1 column 20`).
+fn not_json(e: &serde_json::Error, index: usize) -> Unread {
+    let said = e.to_string();
+    let message = said
+        .strip_suffix(&format!(" at line {} column {}", e.line(), e.column()))
+        .unwrap_or(&said);
+    Unread {
+        line: index + e.line().max(1),
+        column: e.column().max(1),
+        message: format!("is not OTLP JSON: {message}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A document of one span with these fields (besides its name and
+    /// start).
+    fn one_span(fields: &str) -> String {
+        format!(
+            r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{{"name":"chat","startTimeUnixNano":"1"{fields}}}]}}]}}]}}"#
+        )
+    }
+
+    /// Ids in hex are lower-cased; in base64 (protobuf's JSON mapping)
+    /// decoded to hex (they were lower-cased: mangled, and two traces whose
+    /// ids differ in case merged); anything else, or none, is refused
+    /// naming the span and the id.
+    #[test]
+    fn span_ids_are_hex_or_base64_and_never_missing() {
+        let ids = |t: &str, s: &str, p: &str| {
+            let doc = one_span(&format!(
+                r#","traceId":"{t}","spanId":"{s}","parentSpanId":"{p}""#
+            ));
+            json_spans(doc.as_bytes()).map(|spans| {
+                let s = &spans[0];
+                (s.trace_id.clone(), s.span_id.clone(), s.parent_id.clone())
+            })
+        };
+        let hex = |a: &str, b: &str, c: &str| (a.to_string(), b.to_string(), c.to_string());
+        assert_eq!(
+            ids("0AF7651916CD43DD8448EB211C80319C", "B7AD6B7169203331", "").unwrap(),
+            hex("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", "")
+        );
+        assert_eq!(
+            ids("8rt5MDSunvXpCvqEFQgfnQ==", "AAAAAAAAAAE=", "AAAAAAAAAAI").unwrap(),
+            hex(
+                "f2bb793034ae9ef5e90afa8415081f9d",
+                "0000000000000001",
+                "0000000000000002"
+            )
+        );
+        // The same letters in another case are another id.
+        assert_ne!(
+            ids("8RT5mdsUNVxPcVQefqGFNq==", "AAAAAAAAAAE=", "")
+                .unwrap()
+                .0,
+            ids("8rt5MDSunvXpCvqEFQgfnQ==", "AAAAAAAAAAE=", "")
+                .unwrap()
+                .0
+        );
+        for (t, s, p, says) in [
+            (
+                "trace-1",
+                "01",
+                "",
+                "has traceId \"trace-1\", neither hex nor the base64 of 16 bytes",
+            ),
+            (
+                "AAAAAAAAAAE=",
+                "01",
+                "",
+                "has traceId \"AAAAAAAAAAE=\", neither hex nor the base64 of 16 bytes",
+            ),
+            (
+                "0af7",
+                "8rt5MDSunvXpCvqEFQgfnQ==",
+                "",
+                "has spanId \"8rt5MDSunvXpCvqEFQgfnQ==\", neither hex nor the base64 of 8 bytes",
+            ),
+            ("0af7", "01", "x y", "has parentSpanId \"x y\""),
+            (
+                "",
+                "01",
+                "",
+                "span `chat` (spanId 01) has no traceId: not valid OTLP",
+            ),
+            (
+                "0af7",
+                "  ",
+                "",
+                "span `chat` has no spanId: not valid OTLP",
+            ),
+        ] {
+            let e = ids(t, s, p).unwrap_err();
+            assert!(e.message.contains(says), "{t} {s} {p}: {}", e.message);
+        }
+        let e = json_spans(one_span(r#","spanId":"01""#).as_bytes()).unwrap_err();
+        assert!(e.message.contains("has no traceId"), "{}", e.message);
+        // In a file of one request a line, the line of the request.
+        let good = one_span(r#","traceId":"0af7","spanId":"01""#);
+        let bad = one_span(r#","traceId":"not-an-id","spanId":"01""#);
+        let e = json_spans(format!("{good}\n{bad}\n").as_bytes()).unwrap_err();
+        assert_eq!((e.line, e.column), (2, 1), "{}", e.message);
+        // In one pretty-printed document, the line the id is on.
+        let doc: Value = serde_json::from_str(&bad).unwrap();
+        let pretty = serde_json::to_string_pretty(&doc).unwrap();
+        let e = json_spans(pretty.as_bytes()).unwrap_err();
+        let line = pretty
+            .lines()
+            .position(|l| l.contains("not-an-id"))
+            .unwrap()
+            + 1;
+        assert_eq!(e.line, line, "{}", e.message);
+        // Protobuf: a span without ids is refused.
+        use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span as PbSpan};
+        let req = |trace_id: Vec<u8>, span_id: Vec<u8>| {
+            ExportTraceServiceRequest {
+                resource_spans: vec![ResourceSpans {
+                    scope_spans: vec![ScopeSpans {
+                        spans: vec![PbSpan {
+                            trace_id,
+                            span_id,
+                            name: "chat".into(),
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+            }
+            .encode_to_vec()
+        };
+        assert_eq!(
+            parse(&req(vec![1; 16], vec![2; 8])).unwrap()[0].span_id,
+            "0202020202020202"
+        );
+        for (t, s, field) in [
+            (vec![], vec![2; 8], "trace_id"),
+            (vec![1; 16], vec![], "span_id"),
+        ] {
+            let e = parse(&req(t, s)).unwrap_err();
+            assert!(
+                e.message.contains(&format!(
+                    "span `chat` has no {field}: not a valid OTLP span"
+                )),
+                "{}",
+                e.message
+            );
+        }
+    }
+
+    /// A line that is not JSON is said at its line and column once (it
+    /// was `:2:1: ... at line 1 column 20`); one damaged document at the
+    /// line and column its parser stopped at.
+    #[test]
+    fn json_that_does_not_parse_is_said_at_one_position() {
+        let e = json_spans(b"{\"resourceSpans\": []}\n{\"resourceSpans\": [}\n").unwrap_err();
+        assert_eq!((e.line, e.column), (2, 20));
+        assert_eq!(e.message, "is not OTLP JSON: expected value");
+        let e = json_spans(b"{\n  \"resourceSpans\": [\n    {\n").unwrap_err();
+        assert_eq!(
+            (e.line, e.message.as_str()),
+            (4, "is not OTLP JSON: EOF while parsing an object")
+        );
+    }
+
+    /// An empty file, and JSON that is no OTLP object, are said to be so
+    /// (they were "no model call" and "neither OTLP JSON nor an OTLP
+    /// protobuf ... buffer underflow").
+    #[test]
+    fn an_empty_file_and_json_that_is_no_object_are_named_so() {
+        assert_eq!(
+            parse(b"").unwrap_err().message,
+            "is empty: an OTLP trace file holds spans"
+        );
+        assert!(
+            parse(b" \n")
+                .unwrap_err()
+                .message
+                .starts_with("holds only whitespace")
+        );
+        for (bytes, kind) in [
+            (&b"[]"[..], "an empty list"),
+            (b"[{}]\n", "a list"),
+            (b"42", "a number"),
+        ] {
+            let e = parse(bytes).unwrap_err().message;
+            assert!(
+                e.starts_with(&format!("is JSON ({kind}) but not an OTLP trace")),
+                "{e}"
+            );
+        }
+        assert!(
+            parse(b"[1, 2")
+                .unwrap_err()
+                .message
+                .starts_with("is neither OTLP JSON nor")
+        );
+    }
 
     /// A start time that is no whole number of nanoseconds is refused,
     /// naming the span (it was read as 1970: the case's clock, and the

@@ -84,7 +84,15 @@ struct Spec {
 
 fn spec() -> impl Strategy<Value = Spec> {
     (
-        prop_oneof![text(), "[0-9a-f]{32}"],
+        prop_oneof![
+            text(),
+            "[0-9a-fA-F]{32}",
+            // As protobuf's JSON mapping writes a trace id.
+            prop::array::uniform16(any::<u8>()).prop_map(|b| {
+                use base64::Engine as _;
+                base64::engine::general_purpose::STANDARD.encode(b)
+            }),
+        ],
         text(),
         text(),
         json_value(),
