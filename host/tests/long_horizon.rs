@@ -7,7 +7,8 @@
 //! The 800-call run (issue 40's "Done when") records, replays and forks
 //! with peak memory at most 4x a 200-call run's (decision 0380), and so
 //! do its readers: `history`, `show --at`, `export` (portable,
-//! trajectories), `otel` and the UI's run page;
+//! trajectories), `otel`, the UI's run page, `verify`, `diff`, `case
+//! from-run` and the UI's diff page;
 //! `benches/long_horizon.rs` runs the family up to 1,600 calls in a
 //! release build under the same bound.
 
@@ -118,7 +119,9 @@ fn record_and_replay(store: &std::path::Path, n: usize) -> (String, std::path::P
 /// holds the run compact and puts back one request at a time): `history`
 /// whole, `show --at` the last model call (its whole request printed),
 /// `export`, `export --format trajectories` (the whole last request),
-/// `otel` and the UI's run page; each one's peak RSS (KiB). The commands'
+/// `otel`, a rerun, the UI's run page, `verify`, `diff` (the run with
+/// itself), `case from-run` and the UI's diff page; each one's peak RSS
+/// (KiB). The commands'
 /// peaks are `/usr/bin/time`'s (`long::measured`: wait4's `ru_maxrss` of
 /// a child would count this test process's own high-water mark, which a
 /// fork carries until `exec`); the UI server's is its `VmHWM` after the
@@ -198,6 +201,29 @@ fn readers(
     assert_eq!(page.status, 200, "{page:?}");
     assert!(page.body.contains("All read."), "the conversation's end");
     out.push(("ui run page", ui.peak_kib()));
+    drop(ui);
+    // `verify`, `diff`, `case from-run` and the UI's diff page read the
+    // run held too (each read every request whole before: 1,000 calls
+    // verified in 1.5 GB, diffed in 3.0 GB).
+    let (_, kib, text) = long::measured(store, &["verify", id, "--jobs", "1", "--json"]);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["identical"], 1, "{text}");
+    out.push(("verify", kib));
+    let (_, kib, text) = long::measured(store, &["diff", id, id, "--json"]);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert!(doc["first_divergence"].is_null(), "{text}");
+    out.push(("diff", kib));
+    let file = dir.join(format!("from-run-{n}.toml"));
+    let args = ["case", "from-run", id, "-o", file.to_str().unwrap()];
+    let (_, kib, _) = long::measured(store, &args);
+    let case = std::fs::read_to_string(&file).unwrap();
+    assert!(case.contains(&format!("run = \"{id}\"")), "{case}");
+    out.push(("case from-run", kib));
+    let ui = crate::ui_support::Server::start(store, &[]);
+    let page = ui.get(&format!("/diff?a={id}&b={id}"));
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(page.body.contains("same events"), "{}", page.body);
+    out.push(("ui diff page", ui.peak_kib()));
     out
 }
 

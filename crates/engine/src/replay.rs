@@ -48,7 +48,9 @@ pub fn open(store: &StoreDir, run: &str) -> Result<RecordedRun> {
 
 /// [`open`] for a bundle already found.
 pub fn open_at(store: &StoreDir, path: PathBuf) -> Result<RecordedRun> {
-    open_in(store, path, &Opened::alone())
+    open_with(store, path, &Opened::alone(), |p| {
+        Ok((bundle::read(p)?, None))
+    })
 }
 
 /// What a process that replays many runs has opened already: recorded
@@ -158,12 +160,14 @@ impl RecordedRun {
     }
 }
 
-/// [`open_at`], taking the case from `opened` when it was opened before.
-pub fn open_in(store: &StoreDir, path: PathBuf, opened: &Opened) -> Result<RecordedRun> {
-    open_with(store, path, opened, |p| Ok((bundle::read(p)?, None)))
+/// [`open_at_held`], taking the case from `opened` when it was opened
+/// before (`verify`: many runs, each held compact while it is replayed).
+pub fn open_in_held(store: &StoreDir, path: PathBuf, opened: &Opened) -> Result<RecordedRun> {
+    open_with(store, path, opened, |p| bundle::read_held(p).map(split))
 }
 
-/// [`open_in`], the bundle read by `read`.
+/// Open the run at `path` (its case from `opened` when opened before),
+/// the bundle read by `read`.
 fn open_with(
     store: &StoreDir,
     path: PathBuf,

@@ -776,6 +776,15 @@ fn a_group_of_branches_that_fails_midway_ends_its_json_with_the_error() {
     assert!(doc.get("group").is_none(), "{doc}");
 }
 
+/// Where two runs' events first differ, as `diff` finds it (each held).
+fn first_of(
+    a: &[worldline_log::log::Event],
+    b: &[worldline_log::log::Event],
+) -> Option<super::diff::First> {
+    use worldline_log::log::Held;
+    super::diff::first_difference(&mut Held::of(a), &mut Held::of(b), None)
+}
+
 /// `forked_bundle()`'s events beside the same run answered otherwise at
 /// event 2, whose final state has the deploy rolled back.
 fn compared_runs(f: impl FnOnce(&super::diff::Compared<'_>) -> String) -> String {
@@ -795,15 +804,15 @@ fn compared_runs(f: impl FnOnce(&super::diff::Compared<'_>) -> String) -> String
     f(&Compared {
         a: Side {
             run: "20261128-093040-d00d0004",
-            events: &a,
+            events: a.len(),
             output: None,
         },
         b: Side {
             run: "20261128-093041-e00e0005",
-            events: &b,
+            events: b.len(),
             output: Some("rolled back D-42"),
         },
-        first: super::timeline::first_difference(&a, &b),
+        first: first_of(&a, &b),
         state: &state,
         redacted_view: false,
     })
@@ -838,15 +847,15 @@ fn diff_names_the_request_field_two_equal_lines_differ_in() {
     let c = super::diff::Compared {
         a: super::diff::Side {
             run: "a",
-            events: &a,
+            events: a.len(),
             output: None,
         },
         b: super::diff::Side {
             run: "b",
-            events: &b,
+            events: b.len(),
             output: None,
         },
-        first: super::timeline::first_difference(&a, &b),
+        first: first_of(&a, &b),
         state: &state,
         redacted_view: false,
     };
