@@ -651,3 +651,58 @@ fn a_rerun_answers_a_long_conversation_from_its_recording_held() {
     assert_eq!(first.first().map(String::as_str), Some("none"), "{other}");
     assert_eq!(first.len(), 1, "the rerun stops at the first miss: {other}");
 }
+
+/// A run that completed, replayed under a watchdog that strikes before
+/// its end (its recorded `timeout_ms` lowered to 1 ms and the footer
+/// sealed again: the replay's own wall clock stops it, as a busier
+/// machine's does sooner): `timeout`, each event it made matching, not
+/// `diverged` (exit 1, `$.error: null → "the wall-clock watchdog…"`), and
+/// `verify` counts it outside the drift.
+#[test]
+fn a_replay_its_own_watchdog_stops_is_a_timeout_not_drift() {
+    use worldline_log::log::bundle;
+    const CALLS: usize = 300;
+    let dir = common::temp_dir();
+    let (worlds, case) = long::write(dir.path(), CALLS);
+    let store = dir.path().join("store");
+    let out = common::run_in(&store, &case, &common::guest("looper-agent"), &worlds);
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let path = out.bundle();
+    let mut header = bundle::read_header(&path).unwrap();
+    let mut footer = bundle::read_held(&path).unwrap().footer.unwrap();
+    let recorded = footer.events;
+    header.limits.insert("timeout_ms".into(), 1);
+    bundle::seal(&mut footer, &header);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut edited = bundle::header_line(&header);
+    for line in &lines[1..lines.len() - 1] {
+        edited.push_str(line);
+        edited.push('\n');
+    }
+    edited.push_str(&bundle::footer_line(&footer));
+    std::fs::write(&path, edited).unwrap();
+
+    let replay = common::worldline(&store, ["replay", &id, "--json"].map(OsStr::new));
+    replay.expect_code(0);
+    let doc = replay.json();
+    assert_eq!(doc["verdict"], "timeout", "{replay}");
+    assert_eq!(doc["replay_timed_out"], true, "{replay}");
+    assert!(doc["matched"].as_u64().unwrap() < recorded, "{replay}");
+    assert!(doc.get("divergence").is_none(), "{replay}");
+    let text = common::worldline(&store, ["replay", &id].map(OsStr::new));
+    text.expect_code(0);
+    assert!(
+        text.stdout
+            .contains("timeout  (the replay's own watchdog stopped it"),
+        "{text}"
+    );
+    let verify = common::worldline(
+        &store,
+        ["verify", &id, "--jobs", "1", "--json"].map(OsStr::new),
+    );
+    verify.expect_code(0);
+    assert_eq!(verify.json()["timeout"], 1, "{verify}");
+    assert_eq!(verify.json()["diverged"], 0, "{verify}");
+}

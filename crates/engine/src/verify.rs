@@ -396,6 +396,7 @@ mod tests {
             diff: vec!["$.a[2]: null → true".into()],
             env_differs: vec!["HOME (changed)".into()],
             stopped: None,
+            replay_timed_out: false,
         };
         let identical = ReplayReport {
             verdict: Verdict::Identical,
@@ -404,6 +405,7 @@ mod tests {
             diff: Vec::new(),
             env_differs: Vec::new(),
             stopped: None,
+            replay_timed_out: false,
             ..diverged.clone()
         };
         let checks = [

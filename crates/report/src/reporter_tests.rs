@@ -366,6 +366,7 @@ fn verified() -> (
         diff: Vec::new(),
         env_differs: Vec::new(),
         stopped: None,
+        replay_timed_out: false,
     };
     let diverged = ReplayReport {
         divergence: Some(Divergence {
@@ -378,6 +379,7 @@ fn verified() -> (
         diff: vec!["$.args.id: 1 → 2".into()],
         env_differs: vec!["HOME (changed)".into()],
         stopped: None,
+        replay_timed_out: false,
         ..report(
             "20261128-093040-d00d0004",
             Verdict::Diverged,
@@ -1330,6 +1332,7 @@ fn a_replay_of_a_run_a_signal_stopped_says_so() {
         diff: Vec::new(),
         env_differs: Vec::new(),
         stopped: Some("trapped".into()),
+        replay_timed_out: false,
     };
     let shown = text(|out| super::verify::write_replay(out, &r));
     assert!(
