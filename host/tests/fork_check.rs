@@ -469,3 +469,23 @@ fn a_fork_without_edits_has_its_parent_s_chain_at_every_point() {
         assert_eq!(fork.json()["chain_hash"], chain.as_str(), "at {at}: {fork}");
     }
 }
+
+/// `fork --samples 1` says pass@1 once (it said `pass@1 0.0%, pass@1
+/// 0.0%`), then pass^1; two samples say pass@1 and pass@2.
+#[test]
+fn one_sample_says_pass_at_1_once() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let (id, _) = failed_run(store);
+    for (samples, said) in [
+        ("1", "0/1 passed, pass@1 0.0%, pass^1 0.0% ("),
+        ("2", "0/2 passed, pass@1 0.0%, pass@2 0.0%, pass^2 0.0% ("),
+    ] {
+        let out = wl(
+            store,
+            &[&"fork", &id, &"--at", &"3", &"--samples", &samples],
+        );
+        out.expect_code(1);
+        assert!(out.stdout.contains(said), "{out}");
+    }
+}

@@ -7,7 +7,8 @@
 //! The 800-call run (issue 40's "Done when") records, replays and forks
 //! with peak memory at most 4x a 200-call run's (decision 0380), and so
 //! do its readers: `history`, `show --at`, `export` (portable,
-//! trajectories), `otel` and the UI's run page;
+//! trajectories), `otel`, the UI's run page, `verify`, `diff`, `case
+//! from-run` and the UI's diff page;
 //! `benches/long_horizon.rs` runs the family up to 1,600 calls in a
 //! release build under the same bound.
 
@@ -118,7 +119,9 @@ fn record_and_replay(store: &std::path::Path, n: usize) -> (String, std::path::P
 /// holds the run compact and puts back one request at a time): `history`
 /// whole, `show --at` the last model call (its whole request printed),
 /// `export`, `export --format trajectories` (the whole last request),
-/// `otel` and the UI's run page; each one's peak RSS (KiB). The commands'
+/// `otel`, a rerun, the UI's run page, `verify`, `diff` (the run with
+/// itself), `case from-run` and the UI's diff page; each one's peak RSS
+/// (KiB). The commands'
 /// peaks are `/usr/bin/time`'s (`long::measured`: wait4's `ru_maxrss` of
 /// a child would count this test process's own high-water mark, which a
 /// fork carries until `exec`); the UI server's is its `VmHWM` after the
@@ -198,6 +201,29 @@ fn readers(
     assert_eq!(page.status, 200, "{page:?}");
     assert!(page.body.contains("All read."), "the conversation's end");
     out.push(("ui run page", ui.peak_kib()));
+    drop(ui);
+    // `verify`, `diff`, `case from-run` and the UI's diff page read the
+    // run held too (each read every request whole before: 1,000 calls
+    // verified in 1.5 GB, diffed in 3.0 GB).
+    let (_, kib, text) = long::measured(store, &["verify", id, "--jobs", "1", "--json"]);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["identical"], 1, "{text}");
+    out.push(("verify", kib));
+    let (_, kib, text) = long::measured(store, &["diff", id, id, "--json"]);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert!(doc["first_divergence"].is_null(), "{text}");
+    out.push(("diff", kib));
+    let file = dir.join(format!("from-run-{n}.toml"));
+    let args = ["case", "from-run", id, "-o", file.to_str().unwrap()];
+    let (_, kib, _) = long::measured(store, &args);
+    let case = std::fs::read_to_string(&file).unwrap();
+    assert!(case.contains(&format!("run = \"{id}\"")), "{case}");
+    out.push(("case from-run", kib));
+    let ui = crate::ui_support::Server::start(store, &[]);
+    let page = ui.get(&format!("/diff?a={id}&b={id}"));
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(page.body.contains("same events"), "{}", page.body);
+    out.push(("ui diff page", ui.peak_kib()));
     out
 }
 
@@ -624,4 +650,59 @@ fn a_rerun_answers_a_long_conversation_from_its_recording_held() {
     let first = providers(&other);
     assert_eq!(first.first().map(String::as_str), Some("none"), "{other}");
     assert_eq!(first.len(), 1, "the rerun stops at the first miss: {other}");
+}
+
+/// A run that completed, replayed under a watchdog that strikes before
+/// its end (its recorded `timeout_ms` lowered to 1 ms and the footer
+/// sealed again: the replay's own wall clock stops it, as a busier
+/// machine's does sooner): `timeout`, each event it made matching, not
+/// `diverged` (exit 1, `$.error: null → "the wall-clock watchdog…"`), and
+/// `verify` counts it outside the drift.
+#[test]
+fn a_replay_its_own_watchdog_stops_is_a_timeout_not_drift() {
+    use worldline_log::log::bundle;
+    const CALLS: usize = 300;
+    let dir = common::temp_dir();
+    let (worlds, case) = long::write(dir.path(), CALLS);
+    let store = dir.path().join("store");
+    let out = common::run_in(&store, &case, &common::guest("looper-agent"), &worlds);
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let path = out.bundle();
+    let mut header = bundle::read_header(&path).unwrap();
+    let mut footer = bundle::read_held(&path).unwrap().footer.unwrap();
+    let recorded = footer.events;
+    header.limits.insert("timeout_ms".into(), 1);
+    bundle::seal(&mut footer, &header);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut edited = bundle::header_line(&header);
+    for line in &lines[1..lines.len() - 1] {
+        edited.push_str(line);
+        edited.push('\n');
+    }
+    edited.push_str(&bundle::footer_line(&footer));
+    std::fs::write(&path, edited).unwrap();
+
+    let replay = common::worldline(&store, ["replay", &id, "--json"].map(OsStr::new));
+    replay.expect_code(0);
+    let doc = replay.json();
+    assert_eq!(doc["verdict"], "timeout", "{replay}");
+    assert_eq!(doc["replay_timed_out"], true, "{replay}");
+    assert!(doc["matched"].as_u64().unwrap() < recorded, "{replay}");
+    assert!(doc.get("divergence").is_none(), "{replay}");
+    let text = common::worldline(&store, ["replay", &id].map(OsStr::new));
+    text.expect_code(0);
+    assert!(
+        text.stdout
+            .contains("timeout  (the replay's own watchdog stopped it"),
+        "{text}"
+    );
+    let verify = common::worldline(
+        &store,
+        ["verify", &id, "--jobs", "1", "--json"].map(OsStr::new),
+    );
+    verify.expect_code(0);
+    assert_eq!(verify.json()["timeout"], 1, "{verify}");
+    assert_eq!(verify.json()["diverged"], 0, "{verify}");
 }

@@ -205,6 +205,42 @@ fn from_run_of_a_missing_run_is_exit_2_and_writes_nothing() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep");
 }
 
+/// `-o DIR/x.toml` in a folder that is not there is refused before the
+/// run is read (a 1,000-call run was read whole, 13 GB, then refused): a
+/// run whose bundle no longer reads is refused for the folder, not for
+/// its bundle.
+#[test]
+fn from_run_into_a_missing_folder_is_refused_before_the_run_is_read() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (worlds, case) = common::long::write(dir.path(), 4);
+    let run = common::run_in(&store, &case, &guest("looper-agent"), &worlds);
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    // A middle line changed: its bundle's hash chain is broken.
+    let bundle = run.bundle();
+    let text = std::fs::read_to_string(&bundle).unwrap();
+    std::fs::write(&bundle, text.replacen("d1w1 ", "d1wX ", 1)).unwrap();
+    let out = dir.path().join("missing/x.toml");
+    let refused = worldline(
+        &store,
+        [
+            "case".as_ref(),
+            "from-run".as_ref(),
+            id.as_ref(),
+            "-o".as_ref(),
+            out.as_os_str(),
+        ],
+    );
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains("is not there: make it first"),
+        "{refused}"
+    );
+    assert!(!refused.stderr.contains("chain"), "{refused}");
+    assert!(!dir.path().join("missing").exists());
+}
+
 /// A case whose seed is past 2^63 − 1, given as a bare integer (`run`
 /// takes it), becomes a case with `case from-run`: its seed written as its
 /// digits, which runs the same seed again. `from-run` read the source as a

@@ -545,6 +545,16 @@ fn a_run_killed_inside_a_slow_writing_tool_resumes_only_when_asked_and_then_call
 /// The bundle a run being written into `store` has, polled until its text
 /// satisfies `ready` (ten minutes at most, else `never` is the failure).
 fn bundle_when(store: &Path, never: &str, ready: impl Fn(&str) -> bool) -> PathBuf {
+    another_bundle_when(store, &[], never, ready)
+}
+
+/// [`bundle_when`] of a run other than those whose bundles are `known`.
+fn another_bundle_when(
+    store: &Path,
+    known: &[PathBuf],
+    never: &str,
+    ready: impl Fn(&str) -> bool,
+) -> PathBuf {
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         let found = std::fs::read_dir(store.join("runs"))
@@ -552,7 +562,7 @@ fn bundle_when(store: &Path, never: &str, ready: impl Fn(&str) -> bool) -> PathB
             .flatten()
             .flatten()
             .map(|e| e.path())
-            .find(|p| p.extension().is_some_and(|x| x == "jsonl"));
+            .find(|p| p.extension().is_some_and(|x| x == "jsonl") && !known.contains(p));
         if let Some(p) = found
             && std::fs::read_to_string(&p).is_ok_and(|t| ready(&t))
         {
@@ -674,5 +684,75 @@ fn a_suite_s_resume_refuses_a_group_as_it_does_a_repeat() {
             out.stderr.contains("'--resume' cannot be used with") && out.stderr.contains(flag),
             "{flag}: {out}"
         );
+    }
+}
+
+/// `test --resume` of two case files of the same content (the same hash)
+/// names each killed run's own case, the one it recorded (the last of
+/// the two named both).
+#[test]
+fn a_suite_s_resume_names_each_run_s_own_case_when_two_cases_are_alike() {
+    let dir = temp_dir();
+    let server = Server::start();
+    let (worlds, case) = setup(dir.path(), &server, "");
+    let text = std::fs::read_to_string(&case).unwrap();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    let store = dir.path().join("store");
+    let agent = guest("looper-agent");
+    let mut killed: Vec<(String, PathBuf)> = Vec::new();
+    for name in ["ledger-a", "ledger-b"] {
+        let case = write_case(&cases, name, &text);
+        let mut child = crate::common::cli()
+            .args([
+                OsStr::new("run"),
+                case.as_os_str(),
+                "--agent".as_ref(),
+                agent.as_os_str(),
+            ])
+            .args([
+                OsStr::new("--worlds"),
+                worlds.as_os_str(),
+                "--store".as_ref(),
+                store.as_os_str(),
+            ])
+            .env(KEY_VAR, "sk-local")
+            .env("WORLDLINE_STORE_CACHE", common::store_cache())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let known: Vec<PathBuf> = killed.iter().map(|(_, b)| b.clone()).collect();
+        let bundle = another_bundle_when(&store, &known, "the run never reached 4 lines", |t| {
+            t.lines().count() >= 4
+        });
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let b = worldline_log::log::bundle::read(&bundle).unwrap();
+        assert!(
+            b.footer.is_none(),
+            "{name}: the run finished before the kill"
+        );
+        assert_eq!(b.header.case, name);
+        killed.push((name.to_string(), bundle));
+    }
+    let out = wl(
+        &store,
+        &[
+            "test".as_ref(),
+            cases.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--resume".as_ref(),
+            "--json".as_ref(),
+        ],
+    );
+    out.expect_code(0);
+    let all = out.json()["resumed"].as_array().unwrap().clone();
+    assert_eq!(all.len(), 2, "{out}");
+    for (name, bundle) in &killed {
+        let id = bundle.file_stem().unwrap().to_str().unwrap();
+        let entry = all.iter().find(|r| r["run"] == id).expect("resumed");
+        assert_eq!(entry["case"], name.as_str(), "{out}");
     }
 }

@@ -152,7 +152,7 @@ pub fn served<'a>(store: &'a StoreDir, rec: RecordedRun, at: u64) -> Result<Pref
     Ok(Prefix {
         agent,
         opts,
-        events: rec.bundle.events[..at as usize].to_vec(),
+        events: rec.events()[..at as usize].to_vec(),
         run: rec.id,
         at,
         case: rec.case,

@@ -48,7 +48,9 @@ pub fn open(store: &StoreDir, run: &str) -> Result<RecordedRun> {
 
 /// [`open`] for a bundle already found.
 pub fn open_at(store: &StoreDir, path: PathBuf) -> Result<RecordedRun> {
-    open_in(store, path, &Opened::alone())
+    open_with(store, path, &Opened::alone(), |p| {
+        Ok((bundle::read(p)?, None))
+    })
 }
 
 /// What a process that replays many runs has opened already: recorded
@@ -158,12 +160,14 @@ impl RecordedRun {
     }
 }
 
-/// [`open_at`], taking the case from `opened` when it was opened before.
-pub fn open_in(store: &StoreDir, path: PathBuf, opened: &Opened) -> Result<RecordedRun> {
-    open_with(store, path, opened, |p| Ok((bundle::read(p)?, None)))
+/// [`open_at_held`], taking the case from `opened` when it was opened
+/// before (`verify`: many runs, each held compact while it is replayed).
+pub fn open_in_held(store: &StoreDir, path: PathBuf, opened: &Opened) -> Result<RecordedRun> {
+    open_with(store, path, opened, |p| bundle::read_held(p).map(split))
 }
 
-/// [`open_in`], the bundle read by `read`.
+/// Open the run at `path` (its case from `opened` when opened before),
+/// the bundle read by `read`.
 fn open_with(
     store: &StoreDir,
     path: PathBuf,
@@ -309,8 +313,10 @@ pub enum Verdict {
     /// footer to compare.
     VerifiedPrefix,
     /// The recorded run was stopped by the watchdog (wall clock, so not
-    /// replayable): every event the replay made matched, up to the end of
-    /// the recording or until the replay's own watchdog stopped it.
+    /// replayable), or the replay's own watchdog stopped it before the
+    /// recording's end ([`ReplayReport::replay_timed_out`]): every event
+    /// the replay made matched, up to the end of the recording or until
+    /// the replay's watchdog stopped it.
     Timeout,
     Diverged,
 }
@@ -350,6 +356,12 @@ pub struct ReplayReport {
     /// before its footer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// Verdict `timeout` for a run that did not time out when it was
+    /// recorded: the replay's own watchdog (`[limits] timeout_ms`, wall
+    /// clock, so sooner on a busier machine) stopped it before the
+    /// recording's end, every event it made matching.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replay_timed_out: bool,
 }
 
 /// The most lines a divergence's diff shows.
@@ -532,27 +544,37 @@ fn report(
     // A watchdog-stopped run replays until the recording ends or the
     // replay's own watchdog fires, which is wall-clock and may come sooner:
     // events it did not reach are not drift.
-    let watchdog = rec
+    use worldline_log::log::Status;
+    let recorded_timeout = rec
         .bundle
         .footer
         .as_ref()
-        .is_some_and(|f| f.status == worldline_log::log::Status::Timeout);
+        .is_some_and(|f| f.status == Status::Timeout);
+    let timed_out = o.footer.status == Status::Timeout;
+    let unreached =
+        |d: &Divergence| d.class == Class::Missing && d.index == o.footer.events && timed_out;
     // Nor is the last recorded event: the call the watchdog struck in (a
     // world service's, stopped mid-call) recorded the wall clock's fuel
     // and backtrace, which the replay's call does not meet again.
-    let unreached = |d: &Divergence| {
-        d.class == Class::Missing
-            && d.index == o.footer.events
-            && o.footer.status == worldline_log::log::Status::Timeout
-    };
     let struck = |d: &Divergence| d.class == Class::Mismatch && d.index + 1 == recorded;
-    if watchdog
-        && divergence
-            .as_ref()
-            .is_some_and(|d| unreached(d) || struck(d))
-    {
+    // Nor is a run that ended otherwise (completed, a limit) when the
+    // replay's own watchdog stopped it before its end: every event it
+    // made matched, and the end it did not reach (or reached all the
+    // events but not the footer: the status then differs) is not drift.
+    let cut_short = |d: &Divergence| {
+        !recorded_timeout
+            && timed_out
+            && (unreached(d)
+                || (d.field.as_deref() == Some("status") && d.index == o.footer.events))
+    };
+    let watchdog_only = divergence
+        .as_ref()
+        .is_some_and(|d| (recorded_timeout && (unreached(d) || struck(d))) || cut_short(d));
+    let replay_timed_out = !recorded_timeout && watchdog_only;
+    if watchdog_only {
         divergence = None;
     }
+    let watchdog = recorded_timeout || replay_timed_out;
     let matched = divergence.as_ref().map_or(o.footer.events, |d| d.index);
     let verdict = match (&divergence, complete) {
         (Some(_), _) => Verdict::Diverged,
@@ -588,8 +610,9 @@ fn report(
         diff,
         env_differs: Vec::new(),
         stopped: (rec.bundle.footer.as_ref())
-            .filter(|f| !f.replayable && !watchdog)
+            .filter(|f| !f.replayable && !recorded_timeout)
             .map(|f| f.status.as_str().to_string()),
+        replay_timed_out,
     }
 }
 

@@ -328,15 +328,15 @@ fn check(sandbox: &Sandbox, store: &StoreDir, run: &str, opened: &replay::Opened
         Ok(path) => path,
         Err(e) => return Checked::Unreadable(format!("{:#}", anyhow::Error::from(e))),
     };
-    let rec = match replay::open_in(store, path.clone(), opened) {
+    let rec = match replay::open_in_held(store, path.clone(), opened) {
         Ok(rec) => rec,
         // Only a bundle that does not read is looked at again for its
         // header: each read of it was a file opened and read.
         Err(_) if bundle::has_header(&path).is_ok_and(|has| !has) => return Checked::Headless,
-        // A redacted copy is read whole, its hashes checked, as `replay`
-        // reads it.
+        // A redacted copy is read (held compact), its hashes checked, as
+        // `replay` reads it.
         Err(e) if bundle::read_header(&path).is_ok_and(|h| h.redacted.is_some()) => {
-            return match bundle::read(&path) {
+            return match bundle::read_held(&path) {
                 Ok(_) => Checked::Copy,
                 Err(read) => {
                     Checked::Unreadable(format!("{:#}", anyhow::Error::from(read).context(e)))
@@ -396,6 +396,7 @@ mod tests {
             diff: vec!["$.a[2]: null → true".into()],
             env_differs: vec!["HOME (changed)".into()],
             stopped: None,
+            replay_timed_out: false,
         };
         let identical = ReplayReport {
             verdict: Verdict::Identical,
@@ -404,6 +405,7 @@ mod tests {
             diff: Vec::new(),
             env_differs: Vec::new(),
             stopped: None,
+            replay_timed_out: false,
             ..diverged.clone()
         };
         let checks = [

@@ -5,14 +5,17 @@
 use super::history::{mark, vtime};
 use super::timeline::{Cut, short_call, summary_cut, writes_cut};
 use serde_json::{Value, json};
+use std::borrow::Cow;
 use std::io::{self, Write};
 use worldline_engine::grade::diff::StateDiff;
-use worldline_log::log::Event;
+use worldline_log::log::{Event, Held};
+use worldline_log::redact::Redactor;
 
 /// One of the runs compared.
 pub struct Side<'a> {
     pub run: &'a str,
-    pub events: &'a [Event],
+    /// How many events it recorded.
+    pub events: usize,
     /// What the run returned.
     pub output: Option<&'a str>,
 }
@@ -23,11 +26,87 @@ pub struct Compared<'a> {
     pub b: Side<'a>,
     /// The first event at which the timelines differ (`None`: the same
     /// events).
-    pub first: Option<usize>,
+    pub first: Option<First>,
     /// The final states, a to b.
     pub state: &'a StateDiff,
     /// Whether values were hidden by a redaction policy.
     pub redacted_view: bool,
+}
+
+/// Where two runs first differ: the event's number and each run's event
+/// there, whole (`None`: that run had ended).
+pub struct First {
+    pub index: usize,
+    pub a: Option<Event>,
+    pub b: Option<Event>,
+}
+
+/// Whether two events differ as `diff` compares them: in call, request,
+/// response, writes, effect, injected fault or time (a latency injected
+/// into one run changed no line of its event, and `diff` said "same
+/// events").
+fn differ(x: &Event, y: &Event) -> bool {
+    (&x.call, &x.request, &x.response, &x.writes) != (&y.call, &y.request, &y.response, &y.writes)
+        || (x.effect, &x.injected, x.vtime_ns) != (y.effect, &y.injected, y.vtime_ns)
+}
+
+/// The first event where two runs held compact (decision 0380) differ,
+/// or where one ends, if any; with `redactor` (which has learned both
+/// runs, [`learn`]), as it shows them. Events whose requests are held
+/// alike ([`Held::same_request`]) are compared as held; the others are
+/// put back one at a time (each run's requests whole at once were its
+/// conversation once per model call: a long run's diff grew with the
+/// square of its length).
+pub fn first_difference(
+    a: &mut Held,
+    b: &mut Held,
+    mut redactor: Option<&mut Redactor>,
+) -> Option<First> {
+    // Every event before this one the same in both as recorded (not only
+    // as redacted): a request held alike is then the same whole.
+    let mut alike = true;
+    for i in 0..a.len().max(b.len()) {
+        let seq = i as u64;
+        let held = match (a.get(seq), b.get(seq)) {
+            (Some(x), Some(y)) => !differ(x, y),
+            _ => false,
+        };
+        if alike && held && a.same_request(b, seq) {
+            continue;
+        }
+        let mut x = a.event(seq).map(Cow::into_owned);
+        let mut y = b.event(seq).map(Cow::into_owned);
+        let both = |x: &Option<Event>, y: &Option<Event>| match (x, y) {
+            (Some(x), Some(y)) => !differ(x, y),
+            _ => false,
+        };
+        let recorded = both(&x, &y);
+        if let Some(r) = redactor.as_deref_mut() {
+            x.iter_mut().chain(y.iter_mut()).for_each(|e| r.event(e));
+        }
+        if !both(&x, &y) {
+            return Some(First {
+                index: i,
+                a: x,
+                b: y,
+            });
+        }
+        alike &= recorded;
+    }
+    None
+}
+
+/// Teach `r` what two runs held compact hide, showing nothing: each
+/// event put back whole one at a time (a value one run hides later is
+/// then hidden wherever either quotes it).
+pub fn learn(r: &mut Redactor, runs: [&mut Held; 2]) {
+    for held in runs {
+        for seq in 0..held.len() as u64 {
+            if let Some(e) = held.event(seq) {
+                r.learn(std::iter::once(e.as_ref()));
+            }
+        }
+    }
 }
 
 /// `diff --json`: the first divergence (each side's call, request,
@@ -37,10 +116,9 @@ pub fn json(c: &Compared<'_>) -> Value {
     let side = |e: Option<&Event>| {
         e.map(|e| json!({"call": e.call, "request": e.request, "response": e.response, "writes": e.writes, "effect": e.effect, "injected": e.injected, "vtime_ns": e.vtime_ns}))
     };
-    let (ea, eb) = (c.a.events, c.b.events);
     json!({
         "a": c.a.run, "b": c.b.run,
-        "first_divergence": c.first.map(|i| json!({"index": i, "a": side(ea.get(i)), "b": side(eb.get(i))})),
+        "first_divergence": c.first.as_ref().map(|f| json!({"index": f.index, "a": side(f.a.as_ref()), "b": side(f.b.as_ref())})),
         "final_state_diff": c.state,
         "outputs": [c.a.output, c.b.output],
         "redacted_view": c.redacted_view,
@@ -61,18 +139,15 @@ fn when(e: &Event) -> String {
 /// `diff`: the runs, where they first differ (values cut as `cut` says)
 /// and their final states.
 pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()> {
-    let (ea, eb) = (c.a.events, c.b.events);
     writeln!(
         out,
         "a: {}  ({} events)\nb: {}  ({} events)",
-        c.a.run,
-        ea.len(),
-        c.b.run,
-        eb.len()
+        c.a.run, c.a.events, c.b.run, c.b.events
     )?;
-    match c.first {
+    match &c.first {
         None => writeln!(out, "same events")?,
-        Some(i) => {
+        Some(First { index: i, a, b }) => {
+            let (x, y) = (a.as_ref(), b.as_ref());
             // As `history` shows it: the call, then what it did (a clock
             // read was its answer alone).
             let line = |e: Option<&Event>| {
@@ -86,11 +161,11 @@ pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()>
                 })
             };
             writeln!(out, "first difference at event {i}:")?;
-            writeln!(out, "  a: {}", line(ea.get(i)))?;
-            writeln!(out, "  b: {}", line(eb.get(i)))?;
+            writeln!(out, "  a: {}", line(x))?;
+            writeln!(out, "  b: {}", line(y))?;
             // Events alike in their lines may differ in what they wrote
             // (a fork's `--set` patch): both lines were all it showed.
-            if let (Some(x), Some(y)) = (ea.get(i), eb.get(i))
+            if let (Some(x), Some(y)) = (x, y)
                 && x.writes != y.writes
             {
                 writeln!(out, "  a wrote: {}", writes_cut(x, cut))?;
@@ -98,7 +173,7 @@ pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()>
             }
             // Or in when they happened, their effect or a fault injected
             // into one (a latency: the lines alike, every later time not).
-            if let (Some(x), Some(y)) = (ea.get(i), eb.get(i))
+            if let (Some(x), Some(y)) = (x, y)
                 && ((&x.injected, x.vtime_ns) != (&y.injected, y.vtime_ns)
                     || (x.effect != y.effect && line(Some(x)) == line(Some(y))))
             {
@@ -107,7 +182,7 @@ pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()>
             }
             // Or in a request or an answer the lines do not show (a model
             // request's `temperature`): two equal lines were all it said.
-            if let (Some(x), Some(y)) = (ea.get(i), eb.get(i))
+            if let (Some(x), Some(y)) = (x, y)
                 && line(Some(x)) == line(Some(y))
             {
                 for (what, a, b) in [

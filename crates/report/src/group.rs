@@ -118,11 +118,16 @@ impl<'a, W: Write> Stream<'a, W> {
             )?;
         } else {
             let last = |v: &[PassK]| v.last().map_or(0.0, |p| p.value * 100.0);
+            // pass@1, and pass@n when n is more (one branch said pass@1
+            // twice).
+            let at_n = match n {
+                1 => String::new(),
+                _ => format!(", pass@{n} {:.1}%", last(&pass_at)),
+            };
             writeln!(
                 self.out,
-                "{c}/{n} passed, pass@1 {:.1}%, pass@{n} {:.1}%, pass^{n} {:.1}% ({:.0} ms)",
+                "{c}/{n} passed, pass@1 {:.1}%{at_n}, pass^{n} {:.1}% ({:.0} ms)",
                 pass_at.first().map_or(0.0, |p| p.value * 100.0),
-                last(&pass_at),
                 last(&pass_hat),
                 elapsed_ms
             )?;

@@ -369,6 +369,7 @@ fn verified() -> (
         diff: Vec::new(),
         env_differs: Vec::new(),
         stopped: None,
+        replay_timed_out: false,
     };
     let diverged = ReplayReport {
         divergence: Some(Divergence {
@@ -381,6 +382,7 @@ fn verified() -> (
         diff: vec!["$.args.id: 1 → 2".into()],
         env_differs: vec!["HOME (changed)".into()],
         stopped: None,
+        replay_timed_out: false,
         ..report(
             "20261128-093040-d00d0004",
             Verdict::Diverged,
@@ -779,6 +781,15 @@ fn a_group_of_branches_that_fails_midway_ends_its_json_with_the_error() {
     assert!(doc.get("group").is_none(), "{doc}");
 }
 
+/// Where two runs' events first differ, as `diff` finds it (each held).
+fn first_of(
+    a: &[worldline_log::log::Event],
+    b: &[worldline_log::log::Event],
+) -> Option<super::diff::First> {
+    use worldline_log::log::Held;
+    super::diff::first_difference(&mut Held::of(a), &mut Held::of(b), None)
+}
+
 /// `forked_bundle()`'s events beside the same run answered otherwise at
 /// event 2, whose final state has the deploy rolled back.
 fn compared_runs(f: impl FnOnce(&super::diff::Compared<'_>) -> String) -> String {
@@ -798,15 +809,15 @@ fn compared_runs(f: impl FnOnce(&super::diff::Compared<'_>) -> String) -> String
     f(&Compared {
         a: Side {
             run: "20261128-093040-d00d0004",
-            events: &a,
+            events: a.len(),
             output: None,
         },
         b: Side {
             run: "20261128-093041-e00e0005",
-            events: &b,
+            events: b.len(),
             output: Some("rolled back D-42"),
         },
-        first: super::timeline::first_difference(&a, &b),
+        first: first_of(&a, &b),
         state: &state,
         redacted_view: false,
     })
@@ -841,15 +852,15 @@ fn diff_names_the_request_field_two_equal_lines_differ_in() {
     let c = super::diff::Compared {
         a: super::diff::Side {
             run: "a",
-            events: &a,
+            events: a.len(),
             output: None,
         },
         b: super::diff::Side {
             run: "b",
-            events: &b,
+            events: b.len(),
             output: None,
         },
-        first: super::timeline::first_difference(&a, &b),
+        first: first_of(&a, &b),
         state: &state,
         redacted_view: false,
     };
@@ -1357,6 +1368,7 @@ fn a_replay_of_a_run_a_signal_stopped_says_so() {
         diff: Vec::new(),
         env_differs: Vec::new(),
         stopped: Some("trapped".into()),
+        replay_timed_out: false,
     };
     let shown = text(|out| super::verify::write_replay(out, &r));
     assert!(

@@ -230,21 +230,6 @@ pub fn summary_cut(e: &Event, how: Cut) -> String {
     }
 }
 
-/// The index of the first event where two timelines differ in call,
-/// request, response, writes, effect, injected fault or time (or where
-/// one ends), if any: a latency injected into one run changed no line of
-/// its event, and `diff` said "same events".
-pub fn first_difference(a: &[Event], b: &[Event]) -> Option<usize> {
-    (0..a.len().max(b.len())).find(|&i| match (a.get(i), b.get(i)) {
-        (Some(x), Some(y)) => {
-            (&x.call, &x.request, &x.response, &x.writes)
-                != (&y.call, &y.request, &y.response, &y.writes)
-                || (x.effect, &x.injected, x.vtime_ns) != (y.effect, &y.injected, y.vtime_ns)
-        }
-        _ => true,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

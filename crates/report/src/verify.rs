@@ -39,6 +39,11 @@ pub fn write_replay(out: &mut impl Write, r: &ReplayReport) -> io::Result<()> {
                 r.run, r.matched, r.recorded
             )?,
         },
+        Verdict::Timeout if r.replay_timed_out => writeln!(
+            out,
+            "{}  timeout  (the replay's own watchdog stopped it before the recording's end: [limits] timeout_ms is wall-clock, so sooner on a busier machine; {} of {} recorded events replayed and match)",
+            r.run, r.matched, r.recorded
+        )?,
         Verdict::Timeout => writeln!(
             out,
             "{}  timeout  (stopped by the watchdog, so not replayable; {} of {} recorded events replayed and match)",

@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use worldline_engine::grade::{diff, final_state};
 use worldline_log::log::Event;
-use worldline_report::timeline::{first_difference, summary};
+use worldline_report::diff as compare;
+use worldline_report::timeline::summary;
 
 fn form(a: &str, b: &str) -> Markup {
     html! {
@@ -67,23 +68,28 @@ pub(crate) fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
         let o = form(get("a").unwrap_or(""), get("b").unwrap_or(""));
         return Ok(Reply::Page(layout("diff", o)));
     };
-    let (a, b) = (app.recorded(a)?, app.recorded(b)?);
+    // Each run held compact (decision 0380), its requests put back one at
+    // a time where the runs are compared.
+    let (a, b) = (app.recorded_held(a)?, app.recorded_held(b)?);
     let (ida, idb) = (id_of(&a.path), id_of(&b.path));
-    let mut fa = final_state(&a.case.world.initial, &a.bundle.events);
-    let mut fb = final_state(&b.case.world.initial, &b.bundle.events);
-    let (mut ea, mut eb) = (a.bundle.events.clone(), b.bundle.events.clone());
+    let mut fa = final_state(&a.case.world.initial, a.events());
+    let mut fb = final_state(&b.case.world.initial, b.events());
+    let (mut ea, mut eb) = (a.held(), b.held());
     let output = |r: &worldline_engine::replay::RecordedRun| {
         r.bundle.footer.as_ref().and_then(|f| f.output.clone())
     };
     let mut outs = [output(&a), output(&b)];
-    if let Some(r) = app.redactor()?.as_mut() {
+    let mut redactor = app.redactor()?;
+    if let Some(r) = redactor.as_mut() {
         // The states first: what a `state` path hides in the worlds the
         // runs met and left is hidden where their events quote it.
         for s in [&a.case.world.initial, &b.case.world.initial, &fa, &fb] {
             r.learn_state(s);
         }
-        r.learn(ea.iter().chain(eb.iter()));
-        ea.iter_mut().chain(eb.iter_mut()).for_each(|e| r.event(e));
+        compare::learn(r, [&mut ea, &mut eb]);
+    }
+    let first = compare::first_difference(&mut ea, &mut eb, redactor.as_mut());
+    if let Some(r) = redactor.as_mut() {
         r.state(&mut fa);
         r.state(&mut fb);
         for o in outs.iter_mut().flatten() {
@@ -95,13 +101,13 @@ pub(crate) fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
     let o = html! {
         (form(&ida, &idb))
         p { "a: " (link(&ida)) " (" (ea.len()) " events) · b: " (link(&idb)) " (" (eb.len()) " events)" }
-        @match first_difference(&ea, &eb) {
+        @match &first {
             None => { p #first-difference { "same events" } }
-            Some(i) => {
-                h2 #first-difference { "First difference: event " (i) }
+            Some(f) => {
+                h2 #first-difference { "First difference: event " (f.index) }
                 div.grid {
-                    div { h3 { "a" } (side(&ida, i, ea.get(i), eb.get(i), "del")) }
-                    div { h3 { "b" } (side(&idb, i, eb.get(i), ea.get(i), "ins")) }
+                    div { h3 { "a" } (side(&ida, f.index, f.a.as_ref(), f.b.as_ref(), "del")) }
+                    div { h3 { "b" } (side(&idb, f.index, f.b.as_ref(), f.a.as_ref(), "ins")) }
                 }
             }
         }

@@ -176,13 +176,8 @@ impl App {
             .map_err(|e| anyhow::Error::from(NotFound(e.message)))
     }
 
-    /// Run `id` with its case, for the pages that need its world.
-    pub fn recorded(&self, id: &str) -> Result<worldline_engine::replay::RecordedRun> {
-        worldline_engine::replay::open_at(&self.store, self.run_path(id)?)
-    }
-
-    /// [`recorded`](Self::recorded), its events held compact (decision
-    /// 0380): the run and event pages, a replay.
+    /// Run `id` with its case, its events held compact (decision 0380):
+    /// the run, event and diff pages, a replay.
     pub fn recorded_held(&self, id: &str) -> Result<worldline_engine::replay::RecordedRun> {
         worldline_engine::replay::open_at_held(&self.store, self.run_path(id)?)
     }

@@ -17,7 +17,7 @@ use worldline_engine::replay;
 use worldline_log::log::bundle;
 use worldline_report::diff as compare;
 use worldline_report::history as report;
-use worldline_report::timeline::{Cut, first_difference};
+use worldline_report::timeline::Cut;
 
 #[derive(Args)]
 pub struct HistoryArgs {
@@ -214,23 +214,21 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
 
 pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
     let store = super::store_of_run(&args.common.store, &args.run_a)?;
-    let mut a = replay::open(&store, &args.run_a)?;
+    // Each run held compact (decision 0380): its requests put back one
+    // at a time where the runs are compared, not all at once.
+    let a = replay::open_held(&store, &args.run_a)?;
     // Each bundle path with its own store (two machines' runs compared).
-    let mut b = match super::store_path_of_run(&args.common.store, &args.run_b) {
-        Some(other) if other != store.root => replay::open(
+    let b = match super::store_path_of_run(&args.common.store, &args.run_b) {
+        Some(other) if other != store.root => replay::open_held(
             &super::open_holding(&args.common.store, &args.run_b, other)?,
             &args.run_b,
         )?,
-        _ => replay::open(&store, &args.run_b)?,
+        _ => replay::open_held(&store, &args.run_b)?,
     };
     let mut redactor = args.redaction.redactor(&store, "diff", &[&a.id, &b.id])?;
-    let mut fa = final_state(&a.case.world.initial, &a.bundle.events);
-    let mut fb = final_state(&b.case.world.initial, &b.bundle.events);
-    // The events taken, not copied: a long run's are most of its memory.
-    let (mut ea, mut eb) = (
-        std::mem::take(&mut a.bundle.events),
-        std::mem::take(&mut b.bundle.events),
-    );
+    let mut fa = final_state(&a.case.world.initial, a.events());
+    let mut fb = final_state(&b.case.world.initial, b.events());
+    let (mut ea, mut eb) = (a.held(), b.held());
     let mut outputs = [&a, &b].map(|r| r.bundle.footer.as_ref().and_then(|f| f.output.clone()));
     if let Some(r) = redactor.as_mut() {
         // The states first: what a `state` path hides in the worlds the
@@ -239,25 +237,26 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
         for s in [&a.case.world.initial, &b.case.world.initial, &fa, &fb] {
             r.learn_state(s);
         }
-        r.learn(ea.iter().chain(eb.iter()));
-        ea.iter_mut().chain(eb.iter_mut()).for_each(|e| r.event(e));
+        compare::learn(r, [&mut ea, &mut eb]);
+    }
+    let first = compare::first_difference(&mut ea, &mut eb, redactor.as_mut());
+    if let Some(r) = redactor.as_mut() {
         r.state(&mut fa);
         r.state(&mut fb);
         for o in outputs.iter_mut().flatten() {
             *o = r.output(o);
         }
     }
-    let first = first_difference(&ea, &eb);
     let state = diff::diff(&fa, &fb);
     let compared = compare::Compared {
         a: compare::Side {
             run: &a.id,
-            events: &ea,
+            events: ea.len(),
             output: outputs[0].as_deref(),
         },
         b: compare::Side {
             run: &b.id,
-            events: &eb,
+            events: eb.len(),
             output: outputs[1].as_deref(),
         },
         first,

@@ -136,7 +136,11 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
         max_sessions: args.max_sessions,
         idle: std::time::Duration::from_secs(args.idle_timeout),
         fork: Box::new(move |run, at| {
-            let rec = worldline_engine::replay::open(store, run)?;
+            // Only the events before the fork point are sent again, held
+            // compact as they are read (decision 0380).
+            let path = store.resolve_run(run)?;
+            let rec =
+                worldline_engine::replay::open_prefix_held(store, path, at.saturating_add(1))?;
             worldline_engine::fork::served(store, rec, at)
         }),
     };

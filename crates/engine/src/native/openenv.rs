@@ -77,7 +77,9 @@ pub struct Prefix<'a> {
     /// The run's options: following the recording up to the fork point,
     /// its parent named.
     pub opts: RunOptions<'a>,
-    /// The recorded events before the fork point.
+    /// The recorded events before the fork point, as read held (decision
+    /// 0380): the client's steps are sent again from them, and a model
+    /// call's request is what it appended (no step is made from one).
     pub events: Vec<worldline_log::log::Event>,
     /// The run forked, by its full id, and the event.
     pub run: String,

@@ -74,10 +74,18 @@ pub fn resume_suite(
 /// The incomplete runs of `entries`' cases not resumed yet, oldest first
 /// (so a suite's runs resume in the order they ran).
 fn incomplete<'a>(store: &StoreDir, entries: &'a [Entry]) -> Result<Vec<Incomplete<'a>>> {
-    let cases: BTreeMap<&str, &str> = entries
-        .iter()
-        .map(|e| (e.case.hash.as_str(), e.name.as_str()))
-        .collect();
+    // Two case files of the same content have the same hash: a run is
+    // the case's whose name it recorded (the file's stem), else the
+    // first of that hash (the last named every such run before).
+    let mut named: BTreeMap<(&str, &str), &str> = BTreeMap::new();
+    let mut cases: BTreeMap<&str, &str> = BTreeMap::new();
+    for e in entries {
+        let hash = e.case.hash.as_str();
+        named
+            .entry((hash, e.case.name.as_str()))
+            .or_insert(e.name.as_str());
+        cases.entry(hash).or_insert(e.name.as_str());
+    }
     let filter = Filter {
         status: vec!["incomplete".into()],
         ..Filter::default()
@@ -99,7 +107,8 @@ fn incomplete<'a>(store: &StoreDir, entries: &'a [Entry]) -> Result<Vec<Incomple
         .zip(&children)
         .filter(|(r, forks)| !forks.iter().any(|f| f.fork_event == Some(r.events)))
         .filter_map(|(row, _)| {
-            let case = *cases.get(row.case_hash.as_str())?;
+            let hash = row.case_hash.as_str();
+            let case = *(named.get(&(hash, row.case.as_str()))).or_else(|| cases.get(hash))?;
             Some(Incomplete { case, row })
         })
         .collect();

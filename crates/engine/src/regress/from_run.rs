@@ -70,7 +70,9 @@ pub struct Options<'a> {
 /// Write the case (and the bundle copy beside it); nothing is written when
 /// any step fails, and an existing file is never overwritten.
 pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
-    let rec = crate::replay::open(store, opts.run)?;
+    // The run found, then where it writes checked, before the run is read
+    // (a long run was read whole, then refused for a folder not there).
+    let path = store.resolve_run(opts.run)?;
     let out = opts.output;
     if out.extension().is_none_or(|x| x != "toml") {
         return Err(InputError::new(out, "the case to write must end in .toml").into());
@@ -79,6 +81,10 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
     for p in [out, copy.as_path()] {
         worldline_case::output::check_new(p, "the case to write (-o) and its bundle copy")?;
     }
+    // Held compact (decision 0380): what the case takes is the run's tool
+    // calls, faults and user turns, never a model request whole.
+    let rec = crate::replay::open_at_held(store, path)?;
+    let events = rec.events();
     let Some(footer) = &rec.bundle.footer else {
         return Err(InputError::new(
             &rec.path,
@@ -110,8 +116,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         _ => Vec::new(),
     };
     let allowed = |tool: &str| (rec.case.permissions).allow_over(&rec.case.world.permissions, tool);
-    let (injects, denied) =
-        inject_rules(&rec.bundle.events, &source_rules, &rec.case.world, allowed)?;
+    let (injects, denied) = inject_rules(events, &source_rules, &rec.case.world, allowed)?;
     not_carried.extend(denied);
     table.remove("fuzz");
     table.remove("origin");
@@ -124,7 +129,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
             ));
         }
     }
-    if rec.bundle.events.iter().any(|e| {
+    if events.iter().any(|e| {
         Kind::of(&e.call) != Some(Kind::ToolsCall)
             && e.mark().is_some_and(|m| matches!(m.by, By::Fuzz(_)))
     }) {
@@ -149,9 +154,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
             store.load_world(&rec.bundle.header.world_hash)
         })?;
     }
-    let model_calls = rec
-        .bundle
-        .events
+    let model_calls = events
         .iter()
         .filter(|e| Kind::of(&e.call) == Some(Kind::ModelComplete))
         .count();
@@ -172,7 +175,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
             recorded_model,
             scripted_from_run,
         };
-        not_carried.extend(carried.edits_left(parent, &rec.bundle.events));
+        not_carried.extend(carried.edits_left(parent, events));
     }
     not_carried.extend(run_settings(
         &mut table,
@@ -192,7 +195,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
             // stand-in is the user, as it was (decision 0386).
             only_scripted_keys(user);
         } else {
-            script_user(user, &rec.bundle.events)?;
+            script_user(user, events)?;
         }
     }
     let origin = Origin {

@@ -230,6 +230,22 @@ impl Held {
         self.extends[i].as_ref() == Some(x) && self.events[i].request == *request
     }
 
+    /// Whether event `seq`'s request is held alike here and in `other`
+    /// (the same as recorded, or compact extending the same earlier call
+    /// the same way): when every earlier event's whole request is the
+    /// same in both, its whole request is too (two runs compared, `diff`,
+    /// without putting either back). `false` says nothing: compare the
+    /// requests put back.
+    pub fn same_request(&self, other: &Held, seq: u64) -> bool {
+        let Some(i) = usize::try_from(seq).ok() else {
+            return false;
+        };
+        match (self.events.get(i), other.events.get(i)) {
+            (Some(a), Some(b)) => self.extends[i] == other.extends[i] && a.request == b.request,
+            _ => false,
+        }
+    }
+
     fn hold(&mut self, seq: u64, event: Event, extends: Option<Extends>) {
         if chat(&event).is_some() {
             if self.recent.len() == RECENT {
