@@ -38,6 +38,7 @@ mod js;
 mod js_sdks;
 mod layers;
 mod long_horizon;
+mod mcp_server;
 mod model;
 mod native;
 mod native_settings;

@@ -574,16 +574,25 @@ fn malformed_and_huge_messages_over_stdio_get_errors_and_the_session_goes_on() {
     let replay = wl(&store, &[&"replay", &forked, &"--json"]);
     replay.expect_code(0);
     assert_eq!(replay.json()["verdict"], "identical", "{replay}");
-    // `verify` replays both at the boundary instead of only reading them.
+    // `verify` replays both at the boundary instead of only reading them,
+    // and counts them as the MCP sessions they are.
     let verified = wl(&store, &[&"verify", &"--json"]);
     verified.expect_code(0);
     let v = verified.json();
     assert_eq!(
         (v["replayed"].as_u64(), v["mcp_sessions"].as_u64()),
-        (Some(2), Some(0)),
+        (Some(2), Some(2)),
         "{v}"
     );
     assert_eq!(v["diverged"], 0, "{v}");
+    assert_eq!(v["unreplayed_native"], 0, "{v}");
+    let verified = wl(&store, &[&"verify"]);
+    assert!(
+        verified.stdout.contains(
+            "2 runs: 2 identical or verified (2 of them boundary replays of native agents, 2 of those MCP sessions), 0 diverged, 0 unreadable, 0 incomplete without a header; drift rate 0.0%"
+        ),
+        "{verified}"
+    );
 }
 
 /// A case of the incident world with `limits` added.

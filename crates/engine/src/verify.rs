@@ -56,14 +56,17 @@ use worldline_store::store::StoreDir;
 #[serde(rename_all = "snake_case")]
 pub enum Checked {
     Replayed(Box<ReplayReport>),
+    /// An MCP session (`worldline mcp`), replayed from its events
+    /// (decision 0356).
+    McpSession(Box<ReplayReport>),
     /// It could not be opened or replayed (why).
     Unreadable(String),
     /// Cut off before its header (killed as it started, or a full disk):
     /// nothing to replay, and not drift.
     Headless,
-    /// An outside client's session that cannot be re-derived from its
-    /// events: no process to run again; its hash chain was checked when it
-    /// was read.
+    /// A native run of a transport this build does not replay (neither a
+    /// process it started nor a session it re-derives from its events):
+    /// its hash chain was checked when it was read.
     Session,
     /// A redacted copy (`export --redacted`, imported): its hash chain and
     /// footer checked as it was read; it cannot be re-executed.
@@ -348,11 +351,13 @@ fn check(sandbox: &Sandbox, store: &StoreDir, run: &str, opened: &replay::Opened
     // A served episode or an MCP session replays from its events
     // (decisions 0353, 0356); another transport has no process to run.
     let native = rec.bundle.header.native.as_ref();
-    let rederived = crate::native::rederive::rederived(&rec.bundle.header).is_some();
-    if native.is_some_and(|n| n.transport != "exec") && !rederived {
+    let rederived = crate::native::rederive::rederived(&rec.bundle.header);
+    if native.is_some_and(|n| n.transport != "exec") && rederived.is_none() {
         return Checked::Session;
     }
+    let session = rederived.is_some_and(crate::native::rederive::is_mcp_session);
     match replay::replay_in(sandbox, store, rec, opened) {
+        Ok(r) if session => Checked::McpSession(Box::new(r)),
         Ok(r) => Checked::Replayed(Box::new(r)),
         Err(e) => Checked::Unreadable(format!("{e:#}")),
     }

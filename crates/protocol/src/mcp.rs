@@ -285,6 +285,13 @@ fn mime_type(path: &str) -> Option<&'static str> {
     })
 }
 
+/// The MIME type a world file is listed and read with: its extension's,
+/// else `application/octet-stream` for bytes that are not UTF-8 text
+/// (`binary`), else none.
+fn content_type(path: &str, binary: bool) -> Option<&'static str> {
+    mime_type(path).or(binary.then_some("application/octet-stream"))
+}
+
 /// A failed mediated call as a JSON-RPC error: not found as the spec's
 /// -32002, anything else (denied, a fault) as an internal error carrying
 /// the kind.
@@ -305,8 +312,10 @@ fn file_error(id: &Value, uri: &str, e: &Value) -> HttpResponse {
 }
 
 /// The `resources/list` result for the mediated `files.paths` `response`
-/// (`{"ok": [paths]}` or `{"error"}`): every world file, in path order.
-pub fn resources_list(id: &Value, response: &Value) -> HttpResponse {
+/// (`{"ok": [paths]}` or `{"error"}`): every world file, in path order,
+/// with the MIME type `resources/read` gives it (`binary`: whether a
+/// path's file holds bytes that are not UTF-8 text).
+pub fn resources_list(id: &Value, response: &Value, binary: impl Fn(&str) -> bool) -> HttpResponse {
     if let Some(e) = response.get("error") {
         return file_error(id, "", e);
     }
@@ -317,7 +326,7 @@ pub fn resources_list(id: &Value, response: &Value) -> HttpResponse {
         .filter_map(Value::as_str)
         .map(|path| {
             let mut r = json!({"uri": file_uri(path), "name": path});
-            if let Some(m) = mime_type(path) {
+            if let Some(m) = content_type(path, binary(path)) {
                 r["mimeType"] = json!(m);
             }
             r
@@ -337,7 +346,7 @@ pub fn resource_read(id: &Value, path: &str, response: &Value) -> HttpResponse {
     let data =
         serde_json::from_value(response["ok"].clone()).unwrap_or(FileData::Text(String::new()));
     let mut content = json!({"uri": uri});
-    if let Some(m) = mime_type(path) {
+    if let Some(m) = content_type(path, !matches!(data, FileData::Text(_))) {
         content["mimeType"] = json!(m);
     }
     match data {
@@ -346,9 +355,6 @@ pub fn resource_read(id: &Value, path: &str, response: &Value) -> HttpResponse {
             use base64::Engine as _;
             let encoded = base64::engine::general_purpose::STANDARD.encode(bytes.to_bytes());
             content["blob"] = json!(encoded);
-            if content.get("mimeType").is_none() {
-                content["mimeType"] = json!("application/octet-stream");
-            }
         }
     }
     rpc(id, json!({"contents": [content]}))
@@ -492,14 +498,20 @@ mod tests {
         assert_eq!(body(&response)["error"]["code"], -32002);
         let listed = resources_list(
             &json!(7),
-            &json!({"ok": ["runbooks/check out.md", "data/blob.bin"]}),
+            &json!({"ok": ["runbooks/check out.md", "data/blob.bin", "data/notes"]}),
+            |p| p == "data/blob.bin",
         );
         let v = body(&listed);
         assert_eq!(
             v["result"]["resources"][0],
             json!({"uri": "file:///runbooks/check%20out.md", "name": "runbooks/check out.md", "mimeType": "text/markdown"})
         );
-        assert!(v["result"]["resources"][1].get("mimeType").is_none());
+        // Listed as read: bytes as octet-stream, text of no known kind bare.
+        assert_eq!(
+            v["result"]["resources"][1]["mimeType"],
+            "application/octet-stream"
+        );
+        assert!(v["result"]["resources"][2].get("mimeType").is_none());
         let text = resource_read(&json!(8), "a.md", &json!({"ok": "# hi"}));
         assert_eq!(body(&text)["result"]["contents"][0]["text"], "# hi");
         let blob = resource_read(&json!(8), "b.bin", &json!({"ok": {"hex": "00ff"}}));
@@ -517,6 +529,7 @@ mod tests {
         let denied = resources_list(
             &json!(7),
             &json!({"error": {"kind": "denied", "message": "files.paths is not permitted"}}),
+            |_| false,
         );
         let e = &body(&denied)["error"];
         assert_eq!(

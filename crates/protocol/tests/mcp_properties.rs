@@ -220,7 +220,7 @@ proptest! {
         check_answer(&mcp::tools_list(&id, &tools), &id);
         for r in [response.clone(), json!({"ok": ok}), json!({"error": error})] {
             check_answer(&mcp::tool_result(&id, &r), &id);
-            check_answer(&mcp::resources_list(&id, &r), &id);
+            check_answer(&mcp::resources_list(&id, &r, |_| true), &id);
             check_answer(&mcp::resource_read(&id, &path, &r), &id);
         }
     }

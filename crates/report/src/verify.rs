@@ -181,7 +181,7 @@ impl<W: Write> Stream<W> {
         for run in &v.sessions {
             writeln!(
                 out,
-                "{run}  MCP session: its hash chain is intact; there is no process to run again"
+                "{run}  native run of a transport this build does not replay: its hash chain is intact"
             )?;
         }
         for run in &v.copies {
@@ -199,16 +199,20 @@ impl<W: Write> Stream<W> {
             0 => String::new(),
             n => format!(", {n} redacted copies read"),
         };
+        let unreplayed = match v.sessions.len() {
+            0 => String::new(),
+            n => format!(", {n} native runs of a transport not replayed read"),
+        };
         writeln!(
             out,
-            "{} runs: {} identical or verified ({} of them boundary replays of native agents), {} diverged, {} unreadable, {} incomplete without a header, {} MCP sessions read{copies}; drift rate {:.1}%",
+            "{} runs: {} identical or verified ({} of them boundary replays of native agents, {} of those MCP sessions), {} diverged, {} unreadable, {} incomplete without a header{unreplayed}{copies}; drift rate {:.1}%",
             total + v.headless.len() + v.sessions.len() + v.copies.len(),
             tally.replayed - tally.diverged,
             tally.boundary_agreed,
+            tally.mcp_agreed,
             tally.diverged,
             v.unreadable.len(),
             v.headless.len(),
-            v.sessions.len(),
             v.drift_rate() * 100.0
         )?;
         out.flush()
@@ -263,7 +267,7 @@ fn rest_json(v: &Verified) -> Value {
         "replayed": tally.replayed,
         "identical": tally.identical,
         "boundary_replay": tally.boundary_replay,
-        "mcp_sessions": v.sessions.len(),
+        "mcp_sessions": tally.mcp_sessions,
         "verified_prefix": tally.verified_prefix,
         "timeout": tally.timeout,
         "diverged": tally.diverged,
@@ -273,7 +277,8 @@ fn rest_json(v: &Verified) -> Value {
         "errors": errors,
         "incomplete_runs": v.headless,
         "sample": sample,
-        "mcp_session_runs": v.sessions,
+        "unreplayed_native": v.sessions.len(),
+        "unreplayed_native_runs": v.sessions,
         "redacted_copies": v.copies.len(),
         "redacted_copy_runs": v.copies,
     })

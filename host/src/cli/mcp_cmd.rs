@@ -1,7 +1,9 @@
-//! `worldline mcp CASE [--http ADDR]`: serve the case's world to one MCP
-//! client (stdio by default), record the run, and report it when the
-//! client disconnects or on SIGINT/SIGTERM. Over stdio, stdout is the MCP
-//! channel, so the report goes to stderr.
+//! `worldline mcp CASE [--http ADDR [--idle-timeout SECONDS]]`: serve the
+//! case's world to one MCP client (stdio by default), record the run, and
+//! report it when the client disconnects (over HTTP, or its session goes
+//! idle) or on SIGINT/SIGTERM. Over stdio, stdout is the MCP channel, so
+//! the report goes to stderr; over HTTP with `--json`, the address is the
+//! first line on stdout, the report after it.
 
 use super::Common;
 use crate::cli::exit::ExitCode;
@@ -26,6 +28,11 @@ pub struct McpArgs {
     /// endpoint is http://ADDR/mcp.
     #[arg(long, value_name = "ADDR", value_parser = super::serve_cmd::loopback_addr)]
     pub http: Option<SocketAddr>,
+    /// With --http: end the open session (graded as a disconnect) once
+    /// its client sends nothing for this many seconds (default 600), so a
+    /// client that died without its DELETE does not hold the run.
+    #[arg(long, value_name = "SECONDS", requires = "http")]
+    pub idle_timeout: Option<u64>,
     /// Folder holding the worlds (default: the nearest `worlds/` above the case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
@@ -40,19 +47,25 @@ pub struct McpArgs {
     pub common: Common,
 }
 
+/// An open session's idle time before it is ended, unless `--idle-timeout`.
+const IDLE_TIMEOUT: u64 = 600;
+
 pub fn exec(args: McpArgs) -> Result<ExitCode> {
-    let transport = match args.http {
-        None => Transport::Stdio,
-        Some(addr) if addr.ip().is_loopback() => Transport::Http(addr),
-        Some(addr) => {
-            return Err(InputError::new(
-                "--http",
-                format!("{addr} is not a loopback address; the world is served to this machine only (use 127.0.0.1:PORT)"),
-            )
-            .into());
-        }
-    };
-    let stdio = matches!(transport, Transport::Stdio);
+    if let Some(addr) = args.http.filter(|a| !a.ip().is_loopback()) {
+        return Err(InputError::new(
+            "--http",
+            format!("{addr} is not a loopback address; the world is served to this machine only (use 127.0.0.1:PORT)"),
+        )
+        .into());
+    }
+    if args.idle_timeout == Some(0) {
+        return Err(InputError::new(
+            "--idle-timeout",
+            "0 would end a session before its first request: give 1 or more seconds",
+        )
+        .into());
+    }
+    let stdio = args.http.is_none();
     let mut case = case::load(&args.case, args.worlds.as_deref())?;
     if let Some(seed) = args.seed {
         case.seed = seed;
@@ -71,6 +84,16 @@ pub fn exec(args: McpArgs) -> Result<ExitCode> {
             case.user.is_some(),
         )?),
     };
+    // Bound before the store is opened: a port in use leaves nothing
+    // written, no run without events included.
+    let transport = match args.http {
+        None => Transport::Stdio,
+        Some(addr) => Transport::Http {
+            listener: std::net::TcpListener::bind(addr)
+                .map_err(|e| InputError::cannot_listen("--http", addr, &e))?,
+            idle: std::time::Duration::from_secs(args.idle_timeout.unwrap_or(IDLE_TIMEOUT)),
+        },
+    };
     let store = StoreDir::open(&args.common.store)?;
     let sandbox =
         Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
@@ -80,7 +103,16 @@ pub fn exec(args: McpArgs) -> Result<ExitCode> {
         faults: faults.map(worldline_case::case::fuzz::FaultSource::Profile),
         ..RunOptions::default()
     };
+    let json = args.common.json;
     let outcome = mcp::serve(&sandbox, &case, opts, transport, |addr| {
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({"addr": addr.to_string(), "url": format!("http://{addr}/mcp")})
+            );
+            use std::io::Write as _;
+            let _ = std::io::stdout().flush();
+        }
         eprintln!(
             "worldline mcp: {} served at http://{addr}/mcp (the run ends when the client ends its session, or on Ctrl-C)",
             case.name

@@ -16,8 +16,17 @@ pub fn worlds() -> PathBuf {
 }
 
 /// `worldline mcp CASE --http 127.0.0.1:0 --json` started, with the URL
-/// it serves (read from its stderr).
+/// it serves (the first line on its stdout; its report follows there).
 pub fn mcp_http_server(store: &Path, case: &Path) -> (std::process::Child, String) {
+    mcp_http_server_with(store, case, &[])
+}
+
+/// [`mcp_http_server`] with `extra` arguments.
+pub fn mcp_http_server_with(
+    store: &Path,
+    case: &Path,
+    extra: &[&str],
+) -> (std::process::Child, String) {
     use std::os::unix::process::CommandExt as _;
     let mut command = super::cli();
     // SAFETY: prctl only, between fork and exec. The server ends when the
@@ -32,20 +41,45 @@ pub fn mcp_http_server(store: &Path, case: &Path) -> (std::process::Child, Strin
     let mut server = command
         .args(["mcp".as_ref(), case.as_os_str()])
         .args(["--http", "127.0.0.1:0", "--json"])
+        .args(extra)
         .args(["--worlds".as_ref(), worlds().as_os_str()])
         .args(["--store".as_ref(), store.as_os_str()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("starting worldline mcp");
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
-    let first = lines.next().expect("a first line").expect("stderr");
-    let url = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {first:?}"))
-        .to_string();
-    std::thread::spawn(move || lines.for_each(drop));
+    // Read a byte at a time, so the report after the line stays in the
+    // pipe for `wait_with_output`.
+    let mut stdout = server.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = Vec::new();
+        let mut byte = [0u8];
+        while stdout.read(&mut byte).is_ok_and(|n| n == 1) && byte[0] != b'\n' {
+            line.push(byte[0]);
+        }
+        let _ = tx.send((line, stdout));
+    });
+    let Ok((line, stdout)) = rx.recv_timeout(Duration::from_secs(120)) else {
+        let _ = server.kill();
+        panic!("worldline mcp --json printed no first line on stdout within 120 s");
+    };
+    server.stdout = Some(stdout);
+    let first: serde_json::Value = serde_json::from_slice(&line).unwrap_or_else(|e| {
+        let _ = server.kill();
+        panic!(
+            "the first line on stdout is no JSON ({e}): {:?}",
+            String::from_utf8_lossy(&line)
+        )
+    });
+    let (addr, url) = (first["addr"].as_str(), first["url"].as_str());
+    let url = match (addr, url) {
+        (Some(addr), Some(url)) if url == format!("http://{addr}/mcp") => url.to_string(),
+        _ => {
+            let _ = server.kill();
+            panic!("the first line is not {{addr, url}}: {first}")
+        }
+    };
     (server, url)
 }
 

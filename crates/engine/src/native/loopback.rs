@@ -10,9 +10,11 @@
 //! path prefix), and bounded in time and bytes before they wait for the
 //! mediator ([`super::guard`]). MCP sessions are the Streamable HTTP
 //! transport's: `initialize` without a session id opens one (one client
-//! at a time: a second is refused, 409) and names it in `Mcp-Session-Id`;
-//! every later request must carry that header (400 without it, 404 for a
-//! session this server does not have); a DELETE of the session ends it.
+//! at a time: a second is refused, 409, and so is a second `initialize`
+//! in the session) and names it in `Mcp-Session-Id`; every later request
+//! must carry that header (400 without it, 404 for a session this server
+//! does not have); a DELETE of the session ends it. As `worldline mcp
+//! --http`'s server ([`Loopback::mcp_only`]) it answers `/mcp` alone.
 //! Sent as a proxy (`HTTP_PROXY`), a request is answered when the world
 //! answers its URL and recorded and refused otherwise, tunnels included.
 //! A timeout reaches the agent at once, as a 408 from a model API or a
@@ -36,6 +38,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::sync::{Notify, Semaphore};
 use worldline_log::log::call::RefusedRequest;
 use worldline_log::log::{Effect, kind, rules};
@@ -53,8 +56,12 @@ pub struct Loopback {
     session: Handle,
     port: u16,
     token: Option<String>,
-    /// The MCP session id handed to the one client, once it initialized.
-    mcp_session: Mutex<Option<String>>,
+    /// `worldline mcp --http`'s `--idle-timeout`: only `/mcp` is served,
+    /// and an open session without a request for this long is ended.
+    /// `None` for a run's own server (`--exec`).
+    mcp_only: Option<Duration>,
+    /// The MCP session handed to the one client, once it initialized.
+    mcp_session: Mutex<Option<OpenSession>>,
     /// Notified when the MCP client ends its session (DELETE).
     pub closed: Notify,
     /// One per request being answered ([`AT_ONCE`]), taken once the
@@ -62,16 +69,60 @@ pub struct Loopback {
     pub(super) permits: Semaphore,
 }
 
+/// The MCP session a client opened: its id, and when it last sent a
+/// request (or got an answer).
+struct OpenSession {
+    id: String,
+    seen: Instant,
+}
+
 impl Loopback {
+    /// A native run's server (`--exec`): the model APIs, the proxy and
+    /// `/mcp`, each request carrying `token`.
     pub fn new(session: Handle, port: u16, token: Option<String>) -> Arc<Self> {
+        Self::with(session, port, token, None)
+    }
+
+    /// `worldline mcp --http`'s server: `/mcp` alone (an MCP client has no
+    /// use for the rest, and a replay derives only MCP messages again), the
+    /// open session ended once it sends nothing for `idle`.
+    pub fn mcp_only(session: Handle, port: u16, idle: Duration) -> Arc<Self> {
+        Self::with(session, port, None, Some(idle))
+    }
+
+    fn with(
+        session: Handle,
+        port: u16,
+        token: Option<String>,
+        mcp_only: Option<Duration>,
+    ) -> Arc<Self> {
         Arc::new(Loopback {
             session,
             port,
             token,
+            mcp_only,
             mcp_session: Mutex::new(None),
             closed: Notify::new(),
             permits: Semaphore::new(AT_ONCE),
         })
+    }
+
+    /// Whether the open MCP session has sent nothing for `--idle-timeout`
+    /// (never without a session open, nor on a run's own server).
+    pub fn idle(&self) -> bool {
+        let open = self.mcp_session.lock().expect("session lock");
+        self.mcp_only
+            .zip(open.as_ref())
+            .is_some_and(|(idle, s)| s.seen.elapsed() >= idle)
+    }
+
+    /// Note that the open session (id `id`) was heard from now.
+    fn seen(&self, id: &str) {
+        if let Some(s) = self.mcp_session.lock().expect("session lock").as_mut()
+            && s.id == id
+        {
+            s.seen = Instant::now();
+        }
     }
 }
 
@@ -187,7 +238,22 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if method == Method::CONNECT || uri.scheme().is_some() {
+    let proxy = method == Method::CONNECT || uri.scheme().is_some();
+    if lb.mcp_only.is_some() && (proxy || uri.path().trim_end_matches('/') != "/mcp") {
+        // Not recorded: a replay derives only MCP messages again.
+        let target = if proxy {
+            uri.to_string()
+        } else {
+            uri.path().to_string()
+        };
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!(
+                "{method} {target} is not served: `worldline mcp` serves the world's MCP endpoint alone, at /mcp"
+            ),
+        );
+    }
+    if proxy {
         return proxied(&lb, method.as_str(), &uri, body).await;
     }
     let Some(path) = lb.authorized(uri.path(), &headers) else {
@@ -353,8 +419,8 @@ async fn mcp(lb: &Arc<Loopback>, method: &str, headers: &HeaderMap, body: Bytes)
         lb.mcp_session
             .lock()
             .expect("session lock")
-            .as_deref()
-            .is_some_and(|c| same(id.as_bytes(), c.as_bytes()))
+            .as_ref()
+            .is_some_and(|c| same(id.as_bytes(), c.id.as_bytes()))
     };
     match (method, &presented) {
         ("POST", _) => {}
@@ -385,39 +451,55 @@ async fn mcp(lb: &Arc<Loopback>, method: &str, headers: &HeaderMap, body: Bytes)
             "an MCP message is sent as Content-Type: application/json",
         );
     }
+    let parsed = serde_json::from_slice::<Value>(&body).ok();
+    let initialize = parsed
+        .as_ref()
+        .is_some_and(|m| m["method"] == "initialize" && m.get("id").is_some());
     let new_session = match &presented {
+        // Not recorded: what the session negotiated stands (the same
+        // answer as over stdio, whose second `initialize` is refused too).
+        Some(id) if open(id) && initialize => {
+            return mcp_refusal(
+                StatusCode::CONFLICT,
+                "this session is initialized already: initialize once per session (a DELETE of it ends the run)",
+            );
+        }
         Some(id) if open(id) => None,
         Some(_) => return unknown_session(),
         None => {
             // Not JSON at all is said as what it is (it was told to open
             // a session, which its `initialize` cut short was trying to).
-            let Ok(message) = serde_json::from_slice::<Value>(&body) else {
+            if parsed.is_none() {
                 return mcp_error(StatusCode::BAD_REQUEST, -32700, "Parse error");
-            };
-            if !(message["method"] == "initialize" && message.get("id").is_some()) {
+            }
+            if !initialize {
                 return session_missing();
             }
             let mut slot = lb.mcp_session.lock().expect("session lock");
             if slot.is_some() {
-                return mcp_refusal(
-                    StatusCode::CONFLICT,
-                    "another MCP client is already connected to this run (one client per run)",
-                );
+                return mcp_refusal(StatusCode::CONFLICT, &lb.taken());
             }
             let id = match crate::native::random_token() {
                 Ok(id) => id,
                 Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
             };
-            *slot = Some(id.clone());
+            *slot = Some(OpenSession {
+                id: id.clone(),
+                seen: Instant::now(),
+            });
             Some(id)
         }
     };
+    let session = new_session.clone().or(presented).unwrap_or_default();
+    lb.seen(&session);
     let via = Via::Loopback {
         method: "POST".into(),
         path: "/mcp".into(),
     };
     let job: Job = Box::new(move |st| st.answer_http(&Route::Mcp, "POST", "", &body, &via));
-    match lb.call(job).await {
+    let answered = lb.call(job).await;
+    lb.seen(&session);
+    match answered {
         Ok(Some(r)) => {
             let mut out = response(r);
             if let Some(id) = new_session
@@ -447,6 +529,20 @@ fn mcp_error(status: StatusCode, code: i64, message: &str) -> Response {
         worldline_case::canon::to_string(&body),
     )
         .into_response()
+}
+
+impl Loopback {
+    /// Why a second client's `initialize` is refused (409), and what to do.
+    fn taken(&self) -> String {
+        let lead = "another MCP client's session is open on this run (one client per run)";
+        match self.mcp_only {
+            Some(idle) => format!(
+                "{lead}: a client that lost its session goes on by sending its Mcp-Session-Id; otherwise end this server (Ctrl-C) and start it again, or wait until the open session has sent nothing for {} s (--idle-timeout) and is ended",
+                idle.as_secs()
+            ),
+            None => format!("{lead}: send the Mcp-Session-Id the first initialize answered with"),
+        }
+    }
 }
 
 fn session_missing() -> Response {

@@ -1,8 +1,9 @@
 //! `worldline mcp CASE`: the case's world served to one MCP client, over
 //! stdio or Streamable HTTP on a loopback address. The run begins when the
 //! server starts and ends when the client disconnects (end of stdin, or
-//! DELETE of its HTTP session), on SIGINT or SIGTERM, or when the
-//! mediator stops it (a step or error limit); then it is graded.
+//! DELETE of its HTTP session, or its session idle past `--idle-timeout`),
+//! on SIGINT or SIGTERM, or when the mediator stops it (a step or error
+//! limit); then it is graded. Over HTTP only `/mcp` is served.
 
 use super::loopback::{self, Loopback};
 use super::session::{self, Exit, Handle};
@@ -15,7 +16,6 @@ use std::net::SocketAddr;
 use std::os::fd::AsFd as _;
 use std::time::Duration;
 use worldline_case::case::Case;
-use worldline_case::error::InputError;
 use worldline_log::log::bundle::NativeAgent;
 use worldline_runtime::sandbox::Sandbox;
 
@@ -25,8 +25,14 @@ const POLL: Duration = Duration::from_millis(25);
 /// Where the client connects.
 pub enum Transport {
     Stdio,
-    /// A loopback address (port 0: one is picked).
-    Http(SocketAddr),
+    /// Streamable HTTP on a loopback listener, bound by the caller before
+    /// anything is written (a port in use leaves no run behind).
+    Http {
+        listener: std::net::TcpListener,
+        /// `--idle-timeout`: the open session is ended (a disconnect) once
+        /// it sends nothing for this long.
+        idle: Duration,
+    },
 }
 
 /// Serve `case` to one MCP client over `transport` and return the run.
@@ -44,7 +50,7 @@ pub fn serve(
     opts.each_line = true;
     let name = match transport {
         Transport::Stdio => "mcp-stdio",
-        Transport::Http(_) => "mcp-http",
+        Transport::Http { .. } => "mcp-http",
     };
     let agent = NativeAgent {
         transport: name.into(),
@@ -64,7 +70,7 @@ pub fn serve(
                 over_stdio(&handle);
                 Ok(())
             }
-            Transport::Http(addr) => over_http(&handle, addr, listening),
+            Transport::Http { listener, idle } => over_http(&handle, listener, idle, listening),
         };
         handle.end(Exit::disconnected());
         let outcome = mediator
@@ -102,25 +108,34 @@ fn over_stdio(handle: &Handle) {
     }
 }
 
-/// Serve Streamable HTTP on `addr` until the client ends its session, a
-/// signal arrives, or the run stops.
-fn over_http(handle: &Handle, addr: SocketAddr, listening: impl FnOnce(SocketAddr)) -> Result<()> {
+/// Serve Streamable HTTP on `listener` until the client ends its session,
+/// it sends nothing for `idle`, a signal arrives, or the run stops.
+fn over_http(
+    handle: &Handle,
+    listener: std::net::TcpListener,
+    idle: Duration,
+    listening: impl FnOnce(SocketAddr),
+) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_io()
         .enable_time()
         .build()?;
     rt.block_on(async {
-        let listener = (tokio::net::TcpListener::bind(addr).await)
-            .map_err(|e| InputError::cannot_listen("--http", addr, &e))?;
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
         let bound = listener.local_addr()?;
-        let lb = Loopback::new(handle.clone(), bound.port(), None);
+        let lb = Loopback::mcp_only(handle.clone(), bound.port(), idle);
         listening(bound);
         let ended = lb.clone();
         let h = handle.clone();
         super::listen::serve(listener, loopback::router(lb), async move {
             tokio::select! {
                 _ = ended.closed.notified() => {}
+                _ = until(|| ended.idle()) => eprintln!(
+                    "worldline mcp: the session sent nothing for {} s (--idle-timeout): it is ended as a disconnect",
+                    idle.as_secs()
+                ),
                 _ = until(move || signals::received() || h.stopped()) => {}
             }
         })

@@ -33,13 +33,19 @@ pub(crate) fn rederived(header: &Header) -> Option<&NativeAgent> {
         .filter(|a| TRANSPORTS.contains(&a.transport.as_str()))
 }
 
+/// Whether a re-derived run is an MCP session (`worldline mcp`), not a
+/// served episode.
+pub(crate) fn is_mcp_session(agent: &NativeAgent) -> bool {
+    agent.transport != "openenv"
+}
+
 /// What a run without a process of its own was, in words: a served
 /// episode (`worldline serve`) or an MCP session (`worldline mcp`). The
 /// errors of the commands that would start its process again say it.
 pub(crate) fn session_kind(agent: &NativeAgent) -> &'static str {
-    match agent.transport.as_str() {
-        "openenv" => "a served episode (`worldline serve`)",
-        _ => "an MCP session (`worldline mcp`)",
+    match is_mcp_session(agent) {
+        false => "a served episode (`worldline serve`)",
+        true => "an MCP session (`worldline mcp`)",
     }
 }
 

@@ -3,10 +3,11 @@
 //! to the session's mediator as a POST to the MCP endpoint would be,
 //! recorded with `{"stdio": {"api": "mcp"}}` as its transport. A line
 //! longer than [`MAX_LINE`] is answered with a parse error and skipped,
-//! so memory stays bounded. End of input is the client disconnecting.
+//! so memory stays bounded. A second `initialize` is refused (invalid
+//! request) and not handed over. End of input is the client disconnecting.
 
 use super::session::{Handle, Job, Reply};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::io::{BufRead, Read, Write};
 use worldline_protocol::routes::Route;
 use worldline_runtime::mediate::boundary::Via;
@@ -20,6 +21,7 @@ pub(crate) fn serve(
     mut input: impl BufRead,
     mut output: impl Write,
 ) -> std::io::Result<()> {
+    let mut initialized = false;
     loop {
         let mut line = Vec::new();
         let read = input
@@ -39,6 +41,15 @@ pub(crate) fn serve(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+        let id = initialize_id(&line);
+        if let (Some(id), true) = (&id, initialized) {
+            // Not handed over, so not recorded: what the session
+            // negotiated stands (HTTP answers the same 409).
+            let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": "Invalid Request: this session is initialized already (initialize once per session; end of input ends it)"}});
+            writeln!(output, "{}", worldline_case::canon::to_string(&error))?;
+            output.flush()?;
+            continue;
+        }
         let job: Job =
             Box::new(move |st| st.answer_http(&Route::Mcp, "POST", "", &line, &Via::Stdio));
         let body = match session.call_blocking(job) {
@@ -46,6 +57,7 @@ pub(crate) fn serve(
             Reply::Answered(None) => Vec::new(),
             Reply::Stopped(_) => return Ok(()),
         };
+        initialized |= id.is_some() && initialized_by(&body);
         if !body.is_empty() {
             output.write_all(&body)?;
             output.write_all(b"\n")?;
@@ -55,6 +67,21 @@ pub(crate) fn serve(
             return Ok(());
         }
     }
+}
+
+/// The id of an `initialize` request (`None` for any other message).
+fn initialize_id(line: &[u8]) -> Option<Value> {
+    let mut message = serde_json::from_slice::<Value>(line).ok()?;
+    if message["method"] != "initialize" {
+        return None;
+    }
+    message.get_mut("id").map(Value::take)
+}
+
+/// Whether an answer to `initialize` opened the session (a result, not an
+/// error).
+fn initialized_by(answer: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(answer).is_ok_and(|a| a.get("result").is_some())
 }
 
 /// Read past the rest of an over-long line.

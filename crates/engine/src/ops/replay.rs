@@ -30,8 +30,8 @@ pub struct Verified {
     /// Bundles cut off before their header (killed as the run started, or
     /// a full disk): incomplete runs with nothing to replay, not drift.
     pub headless: Vec<String>,
-    /// MCP sessions: read (their hash chain checked), not replayed; there
-    /// is no process to run again.
+    /// Native runs of a transport this build does not replay: read (their
+    /// hash chain checked), not replayed.
     pub sessions: Vec<String>,
     /// Redacted copies: read (their hash chain and footer checked), not
     /// replayed; they cannot be.
@@ -54,6 +54,10 @@ pub struct Tally {
     pub diverged: usize,
     /// Native runs that did not diverge (whatever else their verdict).
     pub boundary_agreed: usize,
+    /// MCP sessions (`worldline mcp`) replayed, whatever their verdict.
+    pub mcp_sessions: usize,
+    /// MCP sessions that did not diverge.
+    pub mcp_agreed: usize,
 }
 
 impl Tally {
@@ -69,6 +73,15 @@ impl Tally {
         }
         if r.scope == Scope::Boundary && r.verdict != Verdict::Diverged {
             self.boundary_agreed += 1;
+        }
+    }
+
+    /// Count one replay of an MCP session.
+    pub fn add_mcp_session(&mut self, r: &ReplayReport) {
+        self.add(r);
+        self.mcp_sessions += 1;
+        if r.verdict != Verdict::Diverged {
+            self.mcp_agreed += 1;
         }
     }
 }
@@ -167,9 +180,13 @@ pub fn verify(
     let mut failed: Option<std::io::Error> = None;
     crate::verify::verify(sandbox, store, &runs, jobs, workers, |i, checked| {
         let run = &runs[i];
+        let mcp_session = matches!(checked, Checked::McpSession(_));
         match checked {
-            Checked::Replayed(r) => {
-                out.tally.add(&r);
+            Checked::Replayed(r) | Checked::McpSession(r) => {
+                match mcp_session {
+                    true => out.tally.add_mcp_session(&r),
+                    false => out.tally.add(&r),
+                }
                 if failed.is_none()
                     && let Err(e) = each(&r)
                 {

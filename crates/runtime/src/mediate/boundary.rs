@@ -8,6 +8,7 @@
 
 use super::RunState;
 use serde_json::{Map, Value, json};
+use worldline_case::world::state::FileData;
 use worldline_log::log::call::{HttpRequest, HttpStatus, LoopbackRequest, StdioRequest, Transport};
 use worldline_log::log::{kind, rules};
 use worldline_protocol::HttpResponse;
@@ -232,7 +233,10 @@ impl RunState {
             }
             Step::ListResources { id } => {
                 let r = self.file_paths("", Some(transport))?;
-                Ok(mcp::resources_list(&id, self.med.response(r.seq)))
+                // Each listed as `resources/read` would give it now.
+                let files = &self.med.services.state().files;
+                let binary = |p: &str| matches!(files.get(p), Some(FileData::Bytes { .. }));
+                Ok(mcp::resources_list(&id, self.med.response(r.seq), binary))
             }
             Step::ReadResource { id, path } => {
                 let r = self.file_read(&path, Some(transport))?;
