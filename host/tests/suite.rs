@@ -1014,6 +1014,36 @@ fn merge_refuses_a_report_of_more_runs_than_a_command_makes() {
     );
 }
 
+/// `test CASES` of the caller agent on one job into `store`, with these
+/// arguments, `--json` to a piped stdout, `--junit` and `--events` files,
+/// started for a test to signal.
+fn spawn_suite(
+    cases: &Path,
+    store: &Path,
+    junit: &Path,
+    events: &Path,
+    args: &[&str],
+) -> std::process::Child {
+    cli()
+        .arg("test")
+        .arg(cases)
+        .arg("--agent")
+        .arg(caller())
+        .arg("--worlds")
+        .arg(worlds_dir())
+        .arg("--store")
+        .arg(store)
+        .args(["--jobs", "1", "--json", "--junit"])
+        .arg(junit)
+        .arg("--events")
+        .arg(events)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Ctrl-C (SIGINT) during a suite of component runs: no case starts after
 /// it, the run under way ends, and the report (`--json`), JUnit, the
 /// events and the last session are written for the cases that ran, the
@@ -1039,23 +1069,7 @@ fn a_signal_stops_the_suite_starting_cases_and_it_reports_what_ran() {
     let store = dir.path().join("store");
     let junit = dir.path().join("junit.xml");
     let events = dir.path().join("events.jsonl");
-    let mut child = cli()
-        .arg("test")
-        .arg(&cases)
-        .arg("--agent")
-        .arg(caller())
-        .arg("--worlds")
-        .arg(worlds_dir())
-        .arg("--store")
-        .arg(&store)
-        .args(["--jobs", "1", "--json", "--junit"])
-        .arg(&junit)
-        .arg("--events")
-        .arg(&events)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_suite(&cases, &store, &junit, &events, &[]);
     let finished = || std::fs::read_to_string(&events).is_ok_and(|t| t.contains("case_finished"));
     let status = signal_when(&mut child, libc::SIGINT, finished, "the suite");
     let (mut stdout, mut stderr) = (String::new(), String::new());
@@ -1142,23 +1156,7 @@ fn a_signal_that_cuts_a_case_s_repeats_short_does_not_report_it_passed() {
     case_in(&cases, "again", false, &[]);
     let store = dir.path().join("store");
     let (junit, events) = (dir.path().join("junit.xml"), dir.path().join("e.jsonl"));
-    let mut child = cli()
-        .arg("test")
-        .arg(&cases)
-        .arg("--agent")
-        .arg(caller())
-        .arg("--worlds")
-        .arg(worlds_dir())
-        .arg("--store")
-        .arg(&store)
-        .args(["--jobs", "1", "--repeat", "100000", "--json", "--junit"])
-        .arg(&junit)
-        .arg("--events")
-        .arg(&events)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_suite(&cases, &store, &junit, &events, &["--repeat", "100000"]);
     // Signalled once its runs are under way.
     let started = || {
         let under_way = std::fs::read_to_string(&events).is_ok_and(|t| t.contains("case_started"));
