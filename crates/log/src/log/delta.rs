@@ -408,6 +408,13 @@ impl Held {
         Some((self.extends[i].as_ref().map_or(0, |x| x.keep), held))
     }
 
+    /// The model call compact event `seq` extends and how many of its
+    /// messages it keeps; `None` when the event is held whole.
+    pub fn extends(&self, seq: u64) -> Option<(u64, usize)> {
+        let x = self.extends.get(usize::try_from(seq).ok()?)?.as_ref()?;
+        Some((x.base, x.keep))
+    }
+
     /// Event `seq` as a summary of it reads it (a timeline's row, a
     /// span's or a price's model name): every field whole but a compact
     /// model call's messages, of which it holds those it appended, or the

@@ -30,7 +30,7 @@ use crate::log::{Event, Footer};
 use detect::Detector;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use worldline_case::canon;
 use worldline_case::error::InputError;
@@ -217,11 +217,47 @@ pub struct Redactor {
     shown: BTreeSet<String>,
     /// Set while learning: placeholders given then are not written.
     learning: bool,
+    /// What the detectors made of each distinct text they were given (a
+    /// text with the values paths hid already hidden): the text redacted
+    /// and the placeholders it holds. A placeholder, once given, stands
+    /// for its value for the rest of the view, so a text the detectors
+    /// saw once comes out the same again, and is not scanned again: a
+    /// long run's view puts back each model call's whole conversation,
+    /// and scanned every message once per call (decision 0426). Looked up
+    /// by text, never iterated.
+    detected: HashMap<String, Detected>,
+    /// Tests: learn every event whole and scan every text, as before
+    /// decision 0426, to compare with.
+    #[cfg(test)]
+    plain: bool,
+    /// Tests: how many bytes of text the detectors have read.
+    #[cfg(test)]
+    scanned: usize,
+}
+
+/// What the detectors made of one text ([`Redactor::detected`]).
+#[derive(Clone)]
+struct Detected {
+    /// The text redacted; `None` when they found nothing in it.
+    redacted: Option<String>,
+    /// The placeholders it holds, each once.
+    placeholders: Vec<String>,
 }
 
 /// How long a value a path hides must be to be hidden where other text
 /// quotes it: a shorter one (`1`, `ok`) would hide pieces of every text.
 const QUOTED_AT_LEAST: usize = 4;
+
+/// Where a value is from the messages of a compact model call's request
+/// (at its `request`, its chat request, its messages, or elsewhere), and
+/// how many messages of its base it keeps before those it holds.
+#[derive(Clone, Copy)]
+enum Shift {
+    Request(usize),
+    Chat(usize),
+    Messages(usize),
+    None,
+}
 
 /// The placeholder kind of what a path of the policy hides.
 const BY_PATH: &str = "redacted";
@@ -390,6 +426,11 @@ impl Redactor {
             quoted_finder: None,
             shown: BTreeSet::new(),
             learning: false,
+            detected: HashMap::new(),
+            #[cfg(test)]
+            plain: false,
+            #[cfg(test)]
+            scanned: 0,
         }
     }
 
@@ -500,7 +541,37 @@ impl Redactor {
     /// Text with every value a path hid that it quotes, and everything the
     /// detectors find, replaced.
     pub fn text(&mut self, text: &str) -> String {
-        let mut out = self.hide_quoted(text);
+        let out = self.hide_quoted(text);
+        if self.plain() {
+            return self.detect(&out).0;
+        }
+        if let Some(seen) = self.detected.get(&out) {
+            let seen = seen.clone();
+            for p in &seen.placeholders {
+                self.wrote(p);
+            }
+            return seen.redacted.unwrap_or(out);
+        }
+        let (redacted, placeholders) = self.detect(&out);
+        self.detected.insert(
+            out.clone(),
+            Detected {
+                redacted: (redacted != out).then(|| redacted.clone()),
+                placeholders,
+            },
+        );
+        redacted
+    }
+
+    /// Everything the detectors find in `text` replaced, and the
+    /// placeholders that replaced it.
+    fn detect(&mut self, text: &str) -> (String, Vec<String>) {
+        #[cfg(test)]
+        {
+            self.scanned += text.len();
+        }
+        let mut out = text.to_string();
+        let mut placeholders = BTreeSet::new();
         for i in 0..self.policy.detectors.len() {
             let spans = self.policy.detectors[i].find(&out);
             if spans.is_empty() {
@@ -513,12 +584,13 @@ impl Redactor {
                 next.push_str(&out[at..a]);
                 let p = self.placeholder(&kind, &out[a..b]);
                 next.push_str(&p);
+                placeholders.insert(p);
                 at = b;
             }
             next.push_str(&out[at..]);
             out = next;
         }
-        out
+        (out, placeholders.into_iter().collect())
     }
 
     /// A JSON value found under `root` (`request`, `response`, `writes`,
@@ -572,11 +644,24 @@ impl Redactor {
     }
 
     fn at_path(&mut self, v: &mut Value, path: &[String]) {
+        self.at_path_shifted(v, path, Shift::None);
+    }
+
+    /// [`at_path`](Self::at_path) where `shift` says how far this value is
+    /// from the messages of a compact model call's request, whose first
+    /// held message is message `keep` of the whole.
+    fn at_path_shifted(&mut self, v: &mut Value, path: &[String], shift: Shift) {
         let Some((head, rest)) = path.split_first() else {
             if !is_placeholder(v) {
                 let text = leaf_text(v);
+                // A value hidden before was quoted then, with the same
+                // placeholder: its forms are known (a path over every
+                // message made them again at every model call).
+                let known = (self.given).contains_key(&format!("{BY_PATH}\0{text}"));
                 let placeholder = self.placeholder(BY_PATH, &text);
-                self.quote(&text, &placeholder);
+                if !known {
+                    self.quote(&text, &placeholder);
+                }
                 *v = Value::String(placeholder);
             }
             return;
@@ -585,14 +670,23 @@ impl Redactor {
             Value::Object(m) => {
                 for (k, child) in m.iter_mut() {
                     if head == "*" || head == k {
-                        self.at_path(child, rest);
+                        let inner = match (shift, k.as_str()) {
+                            (Shift::Request(keep), "request") => Shift::Chat(keep),
+                            (Shift::Chat(keep), "messages") => Shift::Messages(keep),
+                            _ => Shift::None,
+                        };
+                        self.at_path_shifted(child, rest, inner);
                     }
                 }
             }
             Value::Array(a) => {
+                let from = match shift {
+                    Shift::Messages(keep) => keep,
+                    _ => 0,
+                };
                 for (i, child) in a.iter_mut().enumerate() {
-                    if head == "*" || *head == i.to_string() {
-                        self.at_path(child, rest);
+                    if head == "*" || *head == (from + i).to_string() {
+                        self.at_path_shifted(child, rest, Shift::None);
                     }
                 }
             }
@@ -622,10 +716,24 @@ impl Redactor {
 
     /// An event's request, response and writes.
     pub fn event(&mut self, e: &mut Event) {
+        self.event_hiding(e);
+    }
+
+    /// [`event`](Self::event); how many values paths had hidden when the
+    /// detectors read its request ([`before`](Self::before) compares it).
+    fn event_hiding(&mut self, e: &mut Event) -> usize {
         if crate::log::Kind::of(&e.call) == Some(crate::log::Kind::ModelComplete) {
             self.asked_arguments(&mut e.response);
         }
         self.value("request", &mut e.request);
+        let quoted = self.quoted.len();
+        self.after_request(e);
+        quoted
+    }
+
+    /// What [`event`](Self::event) hides after the request: the response,
+    /// what was injected, and the writes.
+    fn after_request(&mut self, e: &mut Event) {
         self.value("response", &mut e.response);
         if let Some(i) = e.injected.as_mut() {
             self.strings(i);
@@ -648,6 +756,65 @@ impl Redactor {
                 e.writes = back;
             }
         }
+    }
+
+    /// Learn held model call `seq`, which keeps `keep` messages of its
+    /// base (whose whole request the detectors read when paths had hidden
+    /// `base_quoted` values), from what it holds: what it appended and
+    /// the fields it changed. What it keeps was learnt with its base, at
+    /// the same places, so the paths hide nothing new there, and the
+    /// detectors, which saw those texts with the same values hidden, find
+    /// nothing new either ([`Redactor::detected`]); when paths have hidden
+    /// more since (a value the kept messages may quote), its whole request
+    /// is read again, as [`event`](Self::event) reads it. Returns what
+    /// [`event_hiding`](Self::event_hiding) returns.
+    fn learn_extending(
+        &mut self,
+        events: &mut crate::log::Held,
+        seq: u64,
+        keep: usize,
+        base_quoted: usize,
+    ) -> usize {
+        let mut e = events.get(seq).expect("a held event").clone();
+        self.asked_arguments(&mut e.response);
+        let paths: Vec<Vec<String>> = (self.policy.paths.iter())
+            .filter(|p| p[0] == "request")
+            .map(|p| p[1..].to_vec())
+            .collect();
+        for p in &paths {
+            self.at_path_shifted(&mut e.request, p, Shift::Request(keep));
+        }
+        if self.quoted.len() == base_quoted {
+            self.strings(&mut e.request);
+        } else {
+            let mut whole = events.request(seq).expect("a held event").into_owned();
+            self.value("request", &mut whole);
+        }
+        let quoted = self.quoted.len();
+        self.after_request(&mut e);
+        quoted
+    }
+
+    /// Tests: as before decision 0426 ([`Redactor::plain`]).
+    fn plain(&self) -> bool {
+        #[cfg(test)]
+        return self.plain;
+        #[cfg(not(test))]
+        false
+    }
+
+    /// Whether a compact model call may be learnt from what it holds
+    /// ([`learn_extending`](Self::learn_extending)): no path of the policy
+    /// hides its chat request or its messages whole (their placeholder is
+    /// the whole conversation's, another at every call).
+    fn learns_compact(&self) -> bool {
+        !self.policy.paths.iter().any(|p| {
+            p[0] == "request"
+                && p.len() <= 3
+                && (p[1..].iter())
+                    .zip(["request", "messages"])
+                    .all(|(part, name)| part == "*" || part == name)
+        })
     }
 
     /// A world state: tables as `table.key.field` under `state`, and files.
@@ -863,15 +1030,47 @@ impl Redactor {
     /// wherever event `at` quotes it (`show --at` and the UI's event page
     /// showed a tool answer's hidden field whole inside the next model
     /// call's messages).
+    ///
+    /// A model call held compact is learnt from what it holds
+    /// ([`learn_extending`](Self::learn_extending)): putting back each
+    /// call's whole conversation and reading it again made a long run's
+    /// view quadratic in its length (decision 0426).
     pub fn before(&mut self, header: &Header, events: &mut crate::log::Held, at: u64) {
         self.learn_only(|r| {
             r.header(&mut header.clone());
-            for seq in 0..at {
-                if let Some(e) = events.event(seq) {
-                    r.event(&mut e.into_owned());
-                }
-            }
+            r.learn_first(events, at);
         });
+    }
+
+    /// Learn what a run's events held compact hide, showing nothing: as
+    /// [`learn`](Self::learn) learns them put back whole one at a time,
+    /// each compact model call from what it holds
+    /// ([`learn_extending`](Self::learn_extending)).
+    pub fn learn_held(&mut self, events: &mut crate::log::Held) {
+        let len = events.len() as u64;
+        self.learn_only(|r| r.learn_first(events, len));
+    }
+
+    /// Learn events `0..at` of `events` (see [`before`](Self::before)).
+    fn learn_first(&mut self, events: &mut crate::log::Held, at: u64) {
+        let compact = self.learns_compact() && !self.plain();
+        let at = at.min(events.len() as u64);
+        // How many values paths had hidden when the detectors read each
+        // event's whole request.
+        let mut read_at: Vec<usize> = Vec::with_capacity(at as usize);
+        for seq in 0..at {
+            let extending = (events.extends(seq))
+                .filter(|_| compact)
+                .and_then(|(base, keep)| Some((keep, *read_at.get(base as usize)?)));
+            let quoted = match extending {
+                Some((keep, base_quoted)) => self.learn_extending(events, seq, keep, base_quoted),
+                None => {
+                    let mut e = events.event(seq).expect("a held event").into_owned();
+                    self.event_hiding(&mut e)
+                }
+            };
+            read_at.push(quoted);
+        }
     }
 
     /// Learn what a whole run hides (its header, its events and its
@@ -1371,5 +1570,201 @@ mod tests {
         ] {
             assert!(Policy::parse(Path::new("r.toml"), fine).is_ok(), "{fine}");
         }
+    }
+
+    /// A long run's model calls, each sending the whole conversation: its
+    /// messages carry what the tools answered (an address per customer,
+    /// the first ones asked again and again; a phone, a key, a ticket),
+    /// the prompt names an owner whom a tool's answer first shows at call
+    /// 20 (a `response.ok.owner` path hides it there, and so in every
+    /// message before; hidden, the digits after it read as a card), and
+    /// the agent names each tool message.
+    fn long_run(calls: usize) -> HeldBundle {
+        let model = |seq: u64, messages: &[Value], id: &str| -> Event {
+            serde_json::from_value(json!({
+                "call": "worldline:agent/model.complete", "effect": "read", "fuel": 0,
+                "seq": seq, "vtime_ns": seq,
+                "request": {"request": {"model": "m", "messages": messages,
+                    "tools": [{"type": "function", "function": {"name": "get_customer"}}]}},
+                "response": {"ok": {"choices": [{"index": 0, "message": {"role": "assistant",
+                    "content": null, "tool_calls": [{"id": format!("c{seq}"), "type": "function",
+                    "function": {"name": "get_customer",
+                        "arguments": format!("{{\"id\":\"{id}\"}}")}}]}}]}},
+            }))
+            .unwrap()
+        };
+        let mut messages = vec![json!({"role": "user",
+            "content": "Ask about Mira Quellhorst4111111111111111; start with get_customer-3, write to ops@example.com"})];
+        let mut events = Vec::new();
+        for call in 0..calls {
+            let seq = events.len() as u64;
+            // Customers 0 to 4 come back again and again; the rest once.
+            let id = format!("C-{}", if call % 3 == 0 { call % 5 } else { call });
+            events.push(model(seq, &messages, &id));
+            let mut answer = json!({"id": id, "email": format!("user{}@example.com", &id[2..]),
+                "note": format!("TCK-{:04} call +44 20 7946 {:04}", call % 7, call % 11)});
+            if call == 20 {
+                answer["owner"] = json!("Mira Quellhorst");
+            }
+            if call % 9 == 4 {
+                answer["key"] = json!(format!("sk-proj-abcdefghijklmnop{call:04}"));
+            }
+            events.push(
+                serde_json::from_value(json!({
+                    "call": "worldline:agent/tools.call", "effect": "read", "fuel": 0,
+                    "seq": seq + 1, "vtime_ns": seq + 1,
+                    "request": {"name": "get_customer", "args": {"id": id}},
+                    "response": {"ok": answer},
+                }))
+                .unwrap(),
+            );
+            messages.push(events[seq as usize].response["ok"]["choices"][0]["message"].clone());
+            messages.push(
+                json!({"role": "tool", "name": format!("get_customer-{}", call % 4),
+                "tool_call_id": format!("c{seq}"), "content": canon::to_string(&answer)}),
+            );
+        }
+        let header: Header = serde_json::from_value(json!({
+            "agent_sha256": "", "case": "long", "case_hash": "", "engine_hash": "",
+            "format": "worldline.bundle.v1", "harness_version": "", "seed": 1,
+            "world": "demo@v1", "world_hash": "", "clock": "",
+        }))
+        .unwrap();
+        let footer: Footer = serde_json::from_value(json!({
+            "chain_hash": "", "events": events.len(), "final_state_hash": "", "fuel": 0,
+            "hash": "", "output": "{\"owner\":\"Mira Quellhorst\",\"mail\":\"user3@example.com\"}",
+            "replayable": true, "status": "completed", "stderr": "", "stdout": "",
+        }))
+        .unwrap();
+        let held = crate::log::Held::of(&events);
+        assert!(
+            (0..events.len() as u64).any(|seq| held.extends(seq).is_some()),
+            "the model calls are held compact"
+        );
+        HeldBundle {
+            header,
+            events: held,
+            footer: Some(footer),
+            in_flight: None,
+            chain: crate::log::Chain::Lines,
+        }
+    }
+
+    /// The policies the long run is redacted under: the built-in
+    /// detectors alone; paths that hide a tool's answer and argument (so
+    /// the messages that quote them), a message's name by its place in
+    /// the whole conversation (the prompt quotes it) and every message's
+    /// call id, with a custom detector; and a path that hides each chat
+    /// request whole.
+    const LONG_POLICIES: [&str; 3] = [
+        "",
+        "paths = [\"response.ok.owner\", \"request.args.id\", \"request.request.messages.8.name\", \"request.request.messages.*.tool_call_id\"]\n[[custom]]\nname = \"ticket\"\npattern = \"TCK-[0-9]{4}\"\n",
+        "paths = [\"request.request\", \"response.ok.owner\"]\n",
+    ];
+
+    /// Everything a view of a whole run shows, as text: what it learnt
+    /// of the whole run (each value's placeholder, the values paths hid
+    /// in the order they were found), the redacted bundle's lines
+    /// (`history`, the UI's run page), the redacted copy (`export
+    /// --redacted`), each of the events `at` alone after what comes
+    /// before it (`show --at`, a replay's divergence), and how many
+    /// values each hid.
+    fn views(r: &Redactor, b: &HeldBundle, at: &[u64]) -> Vec<String> {
+        let copy_of = |b: &HeldBundle| HeldBundle {
+            header: b.header.clone(),
+            events: b.events.clone(),
+            footer: b.footer.clone(),
+            in_flight: None,
+            chain: b.chain,
+        };
+        let mut learnt = r.clone();
+        learnt.whole(&b.header, &mut b.events.clone(), b.footer.as_ref());
+        // Two runs learnt side by side (`diff`): the second's events
+        // learnt held after the first's whole.
+        let mut side = r.clone();
+        side.learn(b.events.whole().iter());
+        side.learn_held(&mut b.events.clone());
+        let mut held = copy_of(b);
+        let mut whole = r.clone();
+        whole.held(&mut held);
+        let mut copied = copy_of(b);
+        let mut copier = r.clone();
+        let copy = copy::of("run-1", &mut copied, None, &mut copier);
+        let mut out = vec![
+            format!("{:?}", learnt.given),
+            format!("{:?}", learnt.quoted),
+            format!("{:?} {:?}", side.given, side.quoted),
+            crate::log::bundle::held_to_text(&held),
+            whole.hidden().to_string(),
+            crate::log::bundle::held_to_text(&copy),
+            copier.hidden().to_string(),
+        ];
+        for &at in at {
+            let mut before = r.clone();
+            let mut events = b.events.clone();
+            before.before(&b.header, &mut events, at);
+            let mut event = events.event(at).unwrap().into_owned();
+            before.event(&mut event);
+            out.push(serde_json::to_string(&event).unwrap());
+            out.push(before.hidden().to_string());
+        }
+        out
+    }
+
+    /// A long run's redacted views are byte for byte what they were when
+    /// every model call was put back whole, learnt and scanned again
+    /// (decision 0426): the same placeholders, the same values hidden,
+    /// an address the first calls showed hidden in every later message
+    /// that repeats it, and an owner a later answer hides hidden in the
+    /// prompt every earlier call sent.
+    #[test]
+    fn a_long_run_s_views_are_the_same_learnt_from_what_each_call_appended() {
+        let b = long_run(30);
+        for policy in LONG_POLICIES {
+            let mut plain = redactor(policy);
+            plain.plain = true;
+            let at = [7, 43];
+            let (was, is) = (views(&plain, &b, &at), views(&redactor(policy), &b, &at));
+            for (i, (was, is)) in was.iter().zip(&is).enumerate() {
+                assert!(was == is, "{policy:?}, view {i}: {was}\n{is}");
+            }
+            let shown = &is[3];
+            for secret in ["ops@example.com", "user1@example.com", "7946", "sk-proj"] {
+                assert!(!shown.contains(secret), "{policy:?}: {secret}");
+            }
+            assert_eq!(
+                shown.contains("Quellhorst"),
+                !policy.contains("owner"),
+                "{policy:?}"
+            );
+            if policy.contains("messages.8") {
+                assert!(!shown.contains("TCK-"), "{policy:?}");
+                assert!(!shown.contains("get_customer-3"), "{policy:?}");
+                assert!(shown.contains("get_customer-2"), "{policy:?}");
+            }
+        }
+    }
+
+    /// The detectors read a long run's text once, not once per model call
+    /// that sends it again: twice the calls, about twice the bytes read
+    /// (about four times when each call's whole conversation was read).
+    #[test]
+    fn the_detectors_read_a_long_run_once() {
+        let scanned = |calls: usize, plain: bool| {
+            let mut r = redactor(LONG_POLICIES[1]);
+            r.plain = plain;
+            r.held(&mut long_run(calls));
+            r.scanned
+        };
+        let (short, long) = (scanned(100, false), scanned(200, false));
+        assert!(
+            long < short * 5 / 2,
+            "{short} bytes at 100 calls, {long} at 200"
+        );
+        let (short, long) = (scanned(100, true), scanned(200, true));
+        assert!(
+            long > short * 7 / 2,
+            "plain: {short} bytes at 100 calls, {long} at 200"
+        );
     }
 }
