@@ -104,20 +104,32 @@ pub fn exec(args: McpArgs) -> Result<ExitCode> {
         ..RunOptions::default()
     };
     let json = args.common.json;
-    let outcome = mcp::serve(&sandbox, &case, opts, transport, |addr| {
-        if json {
-            println!(
-                "{}",
-                serde_json::json!({"addr": addr.to_string(), "url": format!("http://{addr}/mcp")})
+    let outcome = mcp::serve(
+        &sandbox,
+        &case,
+        opts,
+        transport,
+        |addr| {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"addr": addr.to_string(), "url": format!("http://{addr}/mcp")})
+                );
+                use std::io::Write as _;
+                let _ = std::io::stdout().flush();
+            }
+            eprintln!(
+                "worldline mcp: {} served at http://{addr}/mcp (the run ends when the client ends its session, or on Ctrl-C)",
+                case.name
             );
-            use std::io::Write as _;
-            let _ = std::io::stdout().flush();
-        }
-        eprintln!(
-            "worldline mcp: {} served at http://{addr}/mcp (the run ends when the client ends its session, or on Ctrl-C)",
-            case.name
-        );
-    })?;
+        },
+        |idle| {
+            eprintln!(
+                "worldline mcp: the session sent nothing for {} s (--idle-timeout): it is ended as a disconnect",
+                idle.as_secs()
+            );
+        },
+    )?;
     if stdio {
         // The report's printers write to stdout, which was the MCP
         // channel; the client is gone, so stdout becomes stderr.

@@ -36,13 +36,15 @@ pub enum Transport {
 }
 
 /// Serve `case` to one MCP client over `transport` and return the run.
-/// `listening` is told the HTTP address once the server accepts.
+/// `listening` is told the HTTP address once the server accepts, and
+/// `idled` the idle timeout when it ended the session.
 pub fn serve(
     sandbox: &Sandbox,
     case: &Case,
     mut opts: RunOptions,
     transport: Transport,
     listening: impl FnOnce(SocketAddr),
+    idled: impl FnOnce(Duration),
 ) -> Result<RunOutcome> {
     // The client is not started by worldline, so no `resume` can make its
     // reads again after a kill: each is written as it gets it (decision
@@ -70,7 +72,12 @@ pub fn serve(
                 over_stdio(&handle);
                 Ok(())
             }
-            Transport::Http { listener, idle } => over_http(&handle, listener, idle, listening),
+            Transport::Http { listener, idle } => over_http(&handle, listener, idle, listening)
+                .map(|ended_idle| {
+                    if ended_idle {
+                        idled(idle);
+                    }
+                }),
         };
         handle.end(Exit::disconnected());
         let outcome = mediator
@@ -109,13 +116,14 @@ fn over_stdio(handle: &Handle) {
 }
 
 /// Serve Streamable HTTP on `listener` until the client ends its session,
-/// it sends nothing for `idle`, a signal arrives, or the run stops.
+/// it sends nothing for `idle` (then `true`), a signal arrives, or the run
+/// stops.
 fn over_http(
     handle: &Handle,
     listener: std::net::TcpListener,
     idle: Duration,
     listening: impl FnOnce(SocketAddr),
-) -> Result<()> {
+) -> Result<bool> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_io()
@@ -129,18 +137,17 @@ fn over_http(
         listening(bound);
         let ended = lb.clone();
         let h = handle.clone();
+        let idled = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let said = idled.clone();
         super::listen::serve(listener, loopback::router(lb), async move {
             tokio::select! {
                 _ = ended.closed.notified() => {}
-                _ = until(|| ended.idle()) => eprintln!(
-                    "worldline mcp: the session sent nothing for {} s (--idle-timeout): it is ended as a disconnect",
-                    idle.as_secs()
-                ),
+                _ = until(|| ended.idle()) => said.store(true, std::sync::atomic::Ordering::SeqCst),
                 _ = until(move || signals::received() || h.stopped()) => {}
             }
         })
         .await;
-        Ok(())
+        Ok(idled.load(std::sync::atomic::Ordering::SeqCst))
     })
 }
 
