@@ -304,7 +304,9 @@ impl Place {
     /// out).
     fn error(&self, path: PathBuf, message: String) -> InputError {
         let column = self.caret.and_then(|c| {
-            let source = std::fs::read_to_string(&path).ok()?;
+            let source =
+                worldline_case::bounded::read_text(&path, worldline_case::bounded::DOCUMENT)
+                    .ok()?;
             let line = source.lines().nth(self.line.checked_sub(1)?)?;
             let indent = line.chars().take_while(|c| c.is_whitespace()).count();
             Some(indent + c + 1)
