@@ -8,6 +8,8 @@ use serde_json::{Value, json};
 use std::borrow::Cow;
 use std::io::{self, Write};
 use worldline_engine::grade::diff::StateDiff;
+use worldline_engine::grade::final_state;
+use worldline_engine::replay::RecordedRun;
 use worldline_log::log::{Event, Held};
 use worldline_log::redact::Redactor;
 
@@ -94,6 +96,49 @@ pub fn first_difference(
         alike &= recorded;
     }
     None
+}
+
+/// Two recorded runs as `diff` and the UI's diff page show them.
+pub struct Sides {
+    /// Each run's event count.
+    pub events: [usize; 2],
+    pub first: Option<First>,
+    /// The final states, a to b.
+    pub state: StateDiff,
+    /// What each run returned.
+    pub outputs: [Option<String>; 2],
+}
+
+/// Compare two runs held compact through `redactor`: the worlds they met
+/// and left learnt first (what a `state` path hides there is hidden
+/// where their events quote it: a list's answer showed it whole), then
+/// their events; the first difference, the final states and the outputs
+/// as the policy shows them.
+pub fn sides(a: &RecordedRun, b: &RecordedRun, mut redactor: Option<&mut Redactor>) -> Sides {
+    let mut fa = final_state(&a.case.world.initial, a.events());
+    let mut fb = final_state(&b.case.world.initial, b.events());
+    let (mut ea, mut eb) = (a.held(), b.held());
+    let mut outputs = [a, b].map(|r| r.bundle.footer.as_ref().and_then(|f| f.output.clone()));
+    if let Some(r) = redactor.as_deref_mut() {
+        for s in [&a.case.world.initial, &b.case.world.initial, &fa, &fb] {
+            r.learn_state(s);
+        }
+        learn(r, [&mut ea, &mut eb]);
+    }
+    let first = first_difference(&mut ea, &mut eb, redactor.as_deref_mut());
+    if let Some(r) = redactor {
+        r.state(&mut fa);
+        r.state(&mut fb);
+        for o in outputs.iter_mut().flatten() {
+            *o = r.output(o);
+        }
+    }
+    Sides {
+        events: [ea.len(), eb.len()],
+        first,
+        state: worldline_engine::grade::diff::diff(&fa, &fb),
+        outputs,
+    }
 }
 
 /// Teach `r` what two runs held compact hide, showing nothing: each

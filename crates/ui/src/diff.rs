@@ -10,7 +10,6 @@ use anyhow::Result;
 use maud::{Markup, html};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use worldline_engine::grade::{diff, final_state};
 use worldline_log::log::Event;
 use worldline_report::diff as compare;
 use worldline_report::timeline::summary;
@@ -72,35 +71,13 @@ pub(crate) fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
     // a time where the runs are compared.
     let (a, b) = (app.recorded_held(a)?, app.recorded_held(b)?);
     let (ida, idb) = (id_of(&a.path), id_of(&b.path));
-    let mut fa = final_state(&a.case.world.initial, a.events());
-    let mut fb = final_state(&b.case.world.initial, b.events());
-    let (mut ea, mut eb) = (a.held(), b.held());
-    let output = |r: &worldline_engine::replay::RecordedRun| {
-        r.bundle.footer.as_ref().and_then(|f| f.output.clone())
-    };
-    let mut outs = [output(&a), output(&b)];
     let mut redactor = app.redactor()?;
-    if let Some(r) = redactor.as_mut() {
-        // The states first: what a `state` path hides in the worlds the
-        // runs met and left is hidden where their events quote it.
-        for s in [&a.case.world.initial, &b.case.world.initial, &fa, &fb] {
-            r.learn_state(s);
-        }
-        compare::learn(r, [&mut ea, &mut eb]);
-    }
-    let first = compare::first_difference(&mut ea, &mut eb, redactor.as_mut());
-    if let Some(r) = redactor.as_mut() {
-        r.state(&mut fa);
-        r.state(&mut fb);
-        for o in outs.iter_mut().flatten() {
-            *o = r.output(o);
-        }
-    }
-    let d = diff::diff(&fa, &fb);
+    let sides = compare::sides(&a, &b, redactor.as_mut());
+    let ([na, nb], first, d, outs) = (sides.events, sides.first, sides.state, sides.outputs);
     let link = |id: &str| html! { a.mono href={ "/run/" (url(id)) } { (id) } };
     let o = html! {
         (form(&ida, &idb))
-        p { "a: " (link(&ida)) " (" (ea.len()) " events) · b: " (link(&idb)) " (" (eb.len()) " events)" }
+        p { "a: " (link(&ida)) " (" (na) " events) · b: " (link(&idb)) " (" (nb) " events)" }
         @match &first {
             None => { p #first-difference { "same events" } }
             Some(f) => {

@@ -11,7 +11,7 @@ use serde_json::json;
 use std::io::Write;
 use worldline_case::error::InputError;
 use worldline_case::shown::Escaped;
-use worldline_engine::grade::{diff, final_state};
+use worldline_engine::grade::final_state;
 use worldline_engine::ops::history;
 use worldline_engine::replay;
 use worldline_log::log::bundle;
@@ -226,41 +226,20 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
         _ => replay::open_held(&store, &args.run_b)?,
     };
     let mut redactor = args.redaction.redactor(&store, "diff", &[&a.id, &b.id])?;
-    let mut fa = final_state(&a.case.world.initial, a.events());
-    let mut fb = final_state(&b.case.world.initial, b.events());
-    let (mut ea, mut eb) = (a.held(), b.held());
-    let mut outputs = [&a, &b].map(|r| r.bundle.footer.as_ref().and_then(|f| f.output.clone()));
-    if let Some(r) = redactor.as_mut() {
-        // The states first: what a `state` path hides in the worlds the
-        // runs met and left is hidden where their events quote it (a
-        // list's answer showed it whole).
-        for s in [&a.case.world.initial, &b.case.world.initial, &fa, &fb] {
-            r.learn_state(s);
-        }
-        compare::learn(r, [&mut ea, &mut eb]);
-    }
-    let first = compare::first_difference(&mut ea, &mut eb, redactor.as_mut());
-    if let Some(r) = redactor.as_mut() {
-        r.state(&mut fa);
-        r.state(&mut fb);
-        for o in outputs.iter_mut().flatten() {
-            *o = r.output(o);
-        }
-    }
-    let state = diff::diff(&fa, &fb);
+    let sides = compare::sides(&a, &b, redactor.as_mut());
     let compared = compare::Compared {
         a: compare::Side {
             run: &a.id,
-            events: ea.len(),
-            output: outputs[0].as_deref(),
+            events: sides.events[0],
+            output: sides.outputs[0].as_deref(),
         },
         b: compare::Side {
             run: &b.id,
-            events: eb.len(),
-            output: outputs[1].as_deref(),
+            events: sides.events[1],
+            output: sides.outputs[1].as_deref(),
         },
-        first,
-        state: &state,
+        first: sides.first,
+        state: &sides.state,
         redacted_view: redactor.is_some(),
     };
     let mut out = std::io::stdout().lock();
