@@ -128,15 +128,29 @@ pub enum Reply {
 
 /// Text, or a table read as [`ReplyTable`], so that an unknown key is
 /// refused by name with the keys allowed (an untagged enum would only say
-/// that nothing matched).
+/// that nothing matched), at its own line: the table is read from the
+/// file's own reader, which knows where each key is (read through a
+/// `Value` first, every entry's problem was placed at the first entry).
 impl<'de> Deserialize<'de> for Reply {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match Value::deserialize(d)? {
-            Value::String(text) => Ok(Reply::Text(text)),
-            other => ReplyTable::deserialize(other)
-                .map(Reply::Full)
-                .map_err(serde::de::Error::custom),
+        use serde::de::{Error, MapAccess, Visitor, value::MapAccessDeserializer};
+        struct Form;
+        impl<'de> Visitor<'de> for Form {
+            type Value = Reply;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a reply's text, or a table (`content`, `tool_calls`, ...)")
+            }
+            fn visit_str<E: Error>(self, text: &str) -> Result<Reply, E> {
+                Ok(Reply::Text(text.to_string()))
+            }
+            fn visit_string<E: Error>(self, text: String) -> Result<Reply, E> {
+                Ok(Reply::Text(text))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Reply, A::Error> {
+                ReplyTable::deserialize(MapAccessDeserializer::new(map)).map(Reply::Full)
+            }
         }
+        d.deserialize_any(Form)
     }
 }
 
@@ -644,6 +658,25 @@ mod tests {
         );
         std::fs::write(&file, "[model]\nbase_url = \"https://h/v1\"\n").unwrap();
         check_settings(&crate::project::load(&file).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn an_unknown_key_in_a_later_reply_is_placed_at_its_own_line() {
+        #[derive(Debug, Deserialize)]
+        struct Doc {
+            #[allow(dead_code)]
+            model: ModelConfig,
+        }
+        let text = "[model]\nprovider = \"scripted\"\n\n[[model.responses]]\ncontent = \"first\"\n\n[[model.responses]]\ncontent = \"second\"\ncolour = \"red\"\n";
+        let e = toml::from_str::<Doc>(text).unwrap_err();
+        let line = text[..e.span().unwrap().start].lines().count() + 1;
+        // It was line 4, the first entry's header.
+        assert_eq!(line, 9, "{e}");
+        assert!(e.message().starts_with("unknown field `colour`"), "{e}");
+        // A reply is still text or a table, and nothing else.
+        let text = "[model]\nresponses = [\"hi\", 3]\n";
+        let e = toml::from_str::<Doc>(text).unwrap_err();
+        assert!(e.message().contains("a reply's text, or a table"), "{e}");
     }
 
     #[test]
