@@ -606,7 +606,9 @@ fn load_table(
         for (line, row) in rows::parse_rows(&file, rel, &text).map_err(placed)? {
             let at_line = |m: String| InputError::new(&file, m).with_line(line);
             let key = match row.get(&t.key) {
-                Some(k) if !k.is_null() => canon::key_of(k),
+                Some(k) if !k.is_null() => row_key(k).map_err(|why| {
+                    at_line(format!("table `{name}`: key field `{}` {why}", t.key))
+                })?,
                 _ => {
                     return Err(at_line(format!(
                         "row has no key field `{}` (table `{name}`)",
@@ -624,6 +626,31 @@ fn load_table(
         rows,
         ids: t.ids.clone(),
     })
+}
+
+/// A row's key as the world holds it ([`canon::key_of`]), or why it
+/// cannot be one: a key is text or a whole number, as the tools' and the
+/// checks' arguments name a row. A float, a boolean, an array or a table
+/// was taken as its JSON text (`1.0` and `1` two rows, `[1, 2]` a row no
+/// check could name); refused under decision 0412's rules, so that a
+/// world a run recorded reads as it was written.
+pub(crate) fn row_key(value: &Value) -> Result<String, String> {
+    let kind = match value {
+        Value::String(_) => None,
+        Value::Number(n) if n.is_i64() || n.is_u64() => None,
+        Value::Number(_) => Some("a number with a fraction or exponent"),
+        Value::Bool(_) => Some("true or false"),
+        Value::Array(_) => Some("an array"),
+        Value::Object(_) => Some("a table"),
+        Value::Null => Some("null"),
+    };
+    match kind.filter(|_| crate::new_rules::apply()) {
+        None => Ok(canon::key_of(value)),
+        Some(kind) => Err(format!(
+            "is {kind} ({}): a row's key is text or a whole number; write it as one",
+            canon::key_of(value)
+        )),
+    }
 }
 
 /// The declared tools in order, each checked against the tables (when
@@ -765,6 +792,36 @@ mod tests {
         let err = load_dir(dir.path()).unwrap_err();
         assert_eq!(err.line, Some((11, 1)), "{err}");
         assert_eq!(err.message, "tool `u`: op `update` needs `set`");
+    }
+
+    #[test]
+    fn a_row_key_that_is_not_text_nor_a_whole_number_is_refused_at_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let world = "name = \"w\"\nversion = 1\n\n[tables.t]\nkey = \"id\"\nrows = \"t.jsonl\"\n";
+        std::fs::write(dir.path().join("world.toml"), world).unwrap();
+        for (key, kind) in [
+            ("1.5", "a number with a fraction or exponent"),
+            ("true", "true or false"),
+            ("[1, 2]", "an array"),
+            ("{\"a\": 1}", "a table"),
+        ] {
+            let rows = format!("{{\"id\": \"a\"}}\n{{\"id\": {key}}}\n");
+            std::fs::write(dir.path().join("t.jsonl"), rows).unwrap();
+            let err = load_dir(dir.path()).unwrap_err();
+            assert_eq!(err.line.map(|l| l.0), Some(2), "{err}");
+            assert!(
+                err.message
+                    .starts_with(&format!("table `t`: key field `id` is {kind} (")),
+                "{err}"
+            );
+        }
+        // Text and whole numbers are keys; a world a run recorded reads
+        // as it was written.
+        std::fs::write(dir.path().join("t.jsonl"), "{\"id\": \"a\"}\n{\"id\": 7}\n").unwrap();
+        assert!(load_dir(dir.path()).is_ok());
+        std::fs::write(dir.path().join("t.jsonl"), "{\"id\": 1.5}\n").unwrap();
+        let _recorded = crate::new_rules::Reading::start();
+        assert!(load_dir(dir.path()).is_ok());
     }
 
     #[test]

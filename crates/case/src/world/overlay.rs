@@ -94,6 +94,13 @@ pub fn apply(world: Arc<World>, overlay: &[Overlay]) -> Result<Arc<World>, Strin
                 if o.text.is_some() || o.delete {
                     return Err(at("`text` and `delete` are for a `file`".into()));
                 }
+                // It changed nothing, and said nothing of it (a recorded
+                // case keeps it, decision 0412).
+                if o.rows.is_empty() && o.remove.is_empty() && crate::new_rules::apply() {
+                    return Err(at(format!(
+                        "table `{table}` with neither `rows` nor `remove` changes nothing: give the rows to add or replace, or the keys to remove"
+                    )));
+                }
                 let t = world
                     .initial
                     .tables
@@ -106,7 +113,11 @@ pub fn apply(world: Arc<World>, overlay: &[Overlay]) -> Result<Arc<World>, Strin
                 }
                 for row in &o.rows {
                     let key = match row.get(&t.key) {
-                        Some(k) if row.is_object() && !k.is_null() => canon::key_of(k),
+                        Some(k) if row.is_object() && !k.is_null() => {
+                            super::row_key(k).map_err(|why| {
+                                at(format!("table `{table}`: key field `{}` {why}", t.key))
+                            })?
+                        }
                         _ => {
                             return Err(at(format!(
                                 "every row needs its key field `{}` (table `{table}`)",
