@@ -1263,6 +1263,70 @@ fn output_json_entries_and_weights_that_grade_wrong_are_refused() {
     }
 }
 
+/// A section that checks or changes nothing is refused where it is
+/// written: an `[expect.output]` of no test (with `ignore_case` alone it
+/// passed every output), `satisfied` in a case without a `[user]` (no
+/// user ends the conversation: `true` failed every run, `false` held for
+/// every one), an `[[overlay]]` of a table with neither `rows` nor
+/// `remove`. Each was accepted, said nothing, and judged as written.
+#[test]
+fn sections_that_check_or_change_nothing_are_refused_at_their_line() {
+    let dir = temp_dir();
+    let head = "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {}\n\n";
+    for (name, body, said) in [
+        (
+            "ignore_case",
+            "[expect.output]\nignore_case = true\n",
+            ":6:1: the output check has no test, so every output passed it",
+        ),
+        (
+            "empty_output",
+            "[expect]\nstatus = \"completed\"\n\n[expect.output]\n",
+            ":9:1: the output check has no test",
+        ),
+        (
+            "attack_output",
+            "[expect.attack.output]\nany_of = []\n",
+            "[expect.attack]: the output check has no test",
+        ),
+        (
+            "satisfied",
+            "[expect.conversation]\nsatisfied = true\n",
+            ":6:1: [expect.conversation] satisfied = true: the case has no [user], so no user ends the conversation and this fails every run",
+        ),
+        (
+            "unsatisfied",
+            "[expect.conversation]\nsatisfied = false\n",
+            "satisfied = false: the case has no [user], so no user ends the conversation and this holds for every run",
+        ),
+        (
+            "overlay",
+            "[[overlay]]\ntable = \"tickets\"\n",
+            "[[overlay]] 1: table `tickets` with neither `rows` nor `remove` changes nothing",
+        ),
+    ] {
+        let case = write_case(dir.path(), name, &format!("{head}{body}"));
+        refused_by_check(&case, &[said]);
+    }
+    // With a user, `satisfied` is judged; an output check with a test and
+    // `ignore_case` is one.
+    let kept = write_case(
+        dir.path(),
+        "kept",
+        &format!(
+            "{head}[user]\ndefault = \"ok\"\n\n[expect.output]\ncontains = \"x\"\nignore_case = true\n\n[expect.conversation]\nsatisfied = true\n"
+        ),
+    );
+    let worlds = worlds_dir();
+    let out = worldline_raw([
+        "check".as_ref(),
+        kept.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+    ]);
+    out.expect_code(0);
+}
+
 /// `check CASE` over the tests' worlds exits 2 and says each of `said`.
 fn refused_by_check(case: &Path, said: &[&str]) {
     let worlds = worlds_dir();

@@ -492,8 +492,8 @@ impl Expect {
             sum += w;
         }
         // Weights whose sum is no number made a passed grade's reward NaN
-        // (`null` in its JSON).
-        if !sum.is_finite() {
+        // (`null` in its JSON); a recorded case keeps them (decision 0412).
+        if !sum.is_finite() && crate::new_rules::apply() {
             return Err(whole(
                 "the weights add up to more than a number holds: give them smaller values in the same proportions".into(),
             ));
@@ -1134,13 +1134,28 @@ impl Expect {
 
 impl OutputCheck {
     pub fn check(&self) -> Result<(), String> {
+        // A table of no test held for every output, and `ignore_case`
+        // alone compared nothing (a recorded case keeps it, decision 0412).
+        let tests = self.equals.is_some()
+            || self.contains.is_some()
+            || !self.any_of.is_empty()
+            || !self.all_of.is_empty()
+            || !self.json.is_empty();
+        if !tests && super::recorded::new_rules_apply() {
+            return Err(
+                "the output check has no test, so every output passed it: give equals, contains, any_of, all_of or json (ignore_case only says how they compare text)"
+                    .into(),
+            );
+        }
         for (i, j) in self.json.iter().enumerate() {
             check_path("output.json path", &j.path)?;
             // One condition an entry: the grader judged only the first of
             // several (`exists = false` beside `equals` was dropped), and an
             // entry of none failed as "expected null, got null".
+            // A recorded case keeps its entries (decision 0412): the grader
+            // judges them as it did.
             let given = [j.equals.is_some(), j.contains.is_some(), j.exists.is_some()];
-            if given.iter().filter(|g| **g).count() != 1 {
+            if given.iter().filter(|g| **g).count() != 1 && super::recorded::new_rules_apply() {
                 return Err(format!(
                     "output.json entry {} (path `{}`) needs exactly one of equals, contains, exists: write one entry a condition",
                     i + 1,
@@ -1241,7 +1256,15 @@ mod tests {
                     );
                 }
             }
+            // A case a run recorded is read as it was written, and graded
+            // as it was (decision 0412): an old bundle replays.
+            let _recorded = crate::new_rules::Reading::start();
+            assert_eq!(out.check(), Ok(()), "{src}");
         }
+        let nothing: OutputCheck = toml::from_str("ignore_case = true").unwrap();
+        assert!(nothing.check().unwrap_err().contains("has no test"));
+        let _recorded = crate::new_rules::Reading::start();
+        assert_eq!(nothing.check(), Ok(()));
     }
 
     /// A key the check's form does not read is refused: each of these

@@ -641,6 +641,25 @@ pub fn parse_all(
                 }),
         );
     }
+    // No user ends a conversation in a case without one: `satisfied =
+    // true` failed every run and `false` held for every run (a recorded
+    // case keeps it, decision 0412).
+    if let (Some(e), None) = (&doc.expect, &doc.user)
+        && let Some(want) = (e.get_ref().conversation.as_ref()).and_then(|c| c.satisfied)
+        && recorded::new_rules_apply()
+    {
+        let at = expect::Table::Conversation.offset_in(&text);
+        problems.push(src.at(
+            at.unwrap_or(e.span().start),
+            format!(
+                "[expect.conversation] satisfied = {want}: the case has no [user], so no user ends the conversation and this {}; add a [user], or leave `satisfied` out",
+                match want {
+                    true => "fails every run",
+                    false => "holds for every run",
+                }
+            ),
+        ));
+    }
     let fuzz = (doc.fuzz.as_ref())
         .map(|f| {
             let placed = (f.get_ref(), Some(f.span().start));
