@@ -635,6 +635,27 @@ fn check_lists_every_problem_of_the_project_file() {
         out.stdout.contains("./worldline.toml:2:10: worlds names"),
         "{out}"
     );
+    // A `cases` entry that is not there is said once, at its line (it was
+    // said again as a path named to check).
+    std::fs::write(p.join("worldline.toml"), "cases = [\"nope\"]\n").unwrap();
+    let out = worldline_at(p, ["check"], &[]);
+    out.expect_code(2);
+    assert!(
+        out.stdout
+            .contains("./worldline.toml:1:10: cases names ./nope, which is not there"),
+        "{out}"
+    );
+    assert!(!out.stdout.contains("no such file"), "{out}");
+    assert!(out.stdout.contains("1 problem(s) in 1 file(s)"), "{out}");
+    // A `jobs` past TOML's integers is said in words (it said "as i128,
+    // expected any valid TOML value").
+    std::fs::write(p.join("worldline.toml"), "jobs = 99999999999999999999\n").unwrap();
+    let out = worldline_at(p, ["check"], &[]);
+    out.expect_code(2);
+    assert!(
+        out.stdout.contains("./worldline.toml:1:8: jobs: invalid value: integer `99999999999999999999` is past TOML's integers (-9223372036854775808 to 9223372036854775807)"),
+        "{out}"
+    );
 }
 
 /// A negative price is a problem at its value's line, in the project file

@@ -152,14 +152,29 @@ pub(crate) fn in_words(message: &str) -> String {
     let Some((head, ty)) = message.rsplit_once("expected ") else {
         return message.to_string();
     };
-    let Some((_, lo, hi)) = ranges.iter().find(|(name, ..)| *name == ty) else {
-        return message.to_string();
-    };
-    let head = match head
+    // An integer past TOML's (its reader says "as i128"), said as "invalid
+    // value" so that its key is named before it.
+    let past = head
         .strip_prefix("invalid type: integer ")
-        .and_then(|h| h.strip_suffix(" as i128, "))
-    {
-        Some(n) => format!("integer {n} is out of range: "),
+        .and_then(|h| h.strip_suffix(" as i128, "));
+    let Some((_, lo, hi)) = ranges.iter().find(|(name, ..)| *name == ty) else {
+        return match past {
+            Some(n) => {
+                let expected = match ty {
+                    "any valid TOML value" => String::new(),
+                    ty => format!(": expected {ty}"),
+                };
+                format!(
+                    "invalid value: integer {n} is past TOML's integers ({} to {}){expected}",
+                    i64::MIN,
+                    i64::MAX
+                )
+            }
+            None => message.to_string(),
+        };
+    };
+    let head = match past {
+        Some(n) => format!("invalid value: integer {n} is out of range: "),
         None => head.to_string(),
     };
     format!("{head}expected a whole number from {lo} to {hi}")
@@ -281,7 +296,21 @@ mod tests {
     fn integer_types_are_said_in_words() {
         assert_eq!(
             in_words("invalid type: integer `99999999999999999999999` as i128, expected u64"),
-            "integer `99999999999999999999999` is out of range: expected a whole number from 0 to 18446744073709551615"
+            "invalid value: integer `99999999999999999999999` is out of range: expected a whole number from 0 to 18446744073709551615"
+        );
+        // Where any value is taken (a project file's `jobs`), or a number
+        // of the reader's own ("as i128, expected any valid TOML value").
+        assert_eq!(
+            in_words(
+                "invalid type: integer `99999999999999999999` as i128, expected any valid TOML value"
+            ),
+            "invalid value: integer `99999999999999999999` is past TOML's integers (-9223372036854775808 to 9223372036854775807)"
+        );
+        assert_eq!(
+            in_words(
+                "invalid type: integer `99999999999999999999` as i128, expected a whole number"
+            ),
+            "invalid value: integer `99999999999999999999` is past TOML's integers (-9223372036854775808 to 9223372036854775807): expected a whole number"
         );
         assert_eq!(
             in_words("invalid value: integer `-5`, expected u32"),

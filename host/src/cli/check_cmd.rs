@@ -36,9 +36,15 @@ pub fn exec(args: CheckArgs) -> Result<ExitCode> {
             // Shown as `./cases/...` when the project is here.
             let root = root.unwrap_or_else(|| PathBuf::from("."));
             // And the project's `cases` outside its folder, which `test`
-            // runs (`cases = ["../shared"]` was not checked at all).
-            let outside = (super::project_args::project().into_iter())
-                .flat_map(|p| p.cases.iter().filter(|c| !p.holds(c)).cloned());
+            // runs (`cases = ["../shared"]` was not checked at all); one
+            // that is not there is the project file's problem, at its line
+            // (it was said a second time, as a path named here).
+            let outside = (super::project_args::project().into_iter()).flat_map(|p| {
+                (p.cases.iter())
+                    .filter(|c| !p.holds(c) && c.symlink_metadata().is_ok())
+                    .cloned()
+                    .collect::<Vec<_>>()
+            });
             std::iter::once(root).chain(outside).collect()
         }
     };
