@@ -548,7 +548,7 @@ mod globs_and_floods {
         assert_eq!(
             fork.stderr.trim(),
             format!(
-                "error: --deny: `{stars}` matches no tool of world demo@v1 (its tools: {})",
+                "error: --deny: `{stars}` matches no tool of world demo@v1 (its tools: {}) nor a world file's permission (files.read, files.write, files.paths)",
                 DEMO_TOOLS
             ),
             "{fork}"

@@ -193,7 +193,19 @@ fn the_worlds_files_are_mcp_resources_read_as_mediated_file_reads() {
     assert_eq!(reads[0]["request"]["path"], "runbooks/db.md");
     assert_eq!(reads[0]["request"]["transport"]["http"]["api"], "mcp");
     assert_eq!(calls_of(&bundle, "worldline:agent/files.paths").len(), 1);
-    replays_identical(store.path(), out.json()["run_id"].as_str().unwrap());
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    replays_identical(store.path(), &id);
+
+    // A fork that denies reading files from the start: a world file's
+    // permission, as in a case's [permissions] (it was refused as no tool).
+    let fork = worldline(
+        store.path(),
+        ["fork", id.as_str(), "--at", "0", "--deny", "files.read", "--json"],
+    );
+    fork.expect_code(0);
+    let r = fork.output()["responses"].clone();
+    assert_eq!(r[2]["body"]["error"]["data"]["kind"], "denied", "{r}");
+    assert_eq!(r[1]["body"]["result"]["resources"][0]["name"], "runbooks/db.md");
 
     // A case that does not permit reading files: the read is an MCP error
     // carrying the kind, recorded as the denied read it is.

@@ -24,7 +24,7 @@ use crate::replay::RecordedRun;
 use serde_json::Value;
 use worldline_case::error::InputError;
 use worldline_case::error_kind::ErrorKind;
-use worldline_case::world::glob_match;
+use worldline_case::world::{FILE_PERMISSIONS, glob_match};
 use worldline_log::log::Kind;
 use worldline_log::log::bundle::Edit;
 use worldline_log::log::call::Call;
@@ -314,16 +314,20 @@ fn tool_exists(
     tool: &str,
     world: &worldline_case::world::World,
 ) -> Result<(), InputError> {
-    if world.tools.iter().any(|t| glob_match(tool, &t.name)) {
+    // A world file's permission is one too, as in a case's `[permissions]`
+    // (`--deny files.read` was refused as no tool).
+    let file_permission = FILE_PERMISSIONS.iter().any(|f| glob_match(tool, f));
+    if file_permission || world.tools.iter().any(|t| glob_match(tool, &t.name)) {
         return Ok(());
     }
     let names: Vec<&str> = world.tools.iter().map(|t| t.name.as_str()).collect();
     Err(InputError::new(
         flag,
         format!(
-            "`{tool}` matches no tool of world {} (its tools: {})",
+            "`{tool}` matches no tool of world {} (its tools: {}) nor a world file's permission ({})",
             world.reference(),
-            names.join(", ")
+            names.join(", "),
+            FILE_PERMISSIONS.join(", ")
         ),
     ))
 }
