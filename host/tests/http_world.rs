@@ -200,12 +200,24 @@ fn the_worlds_files_are_mcp_resources_read_as_mediated_file_reads() {
     // permission, as in a case's [permissions] (it was refused as no tool).
     let fork = worldline(
         store.path(),
-        ["fork", id.as_str(), "--at", "0", "--deny", "files.read", "--json"],
+        [
+            "fork",
+            id.as_str(),
+            "--at",
+            "0",
+            "--deny",
+            "files.read",
+            "--json",
+        ],
     );
-    fork.expect_code(0);
+    // Graded failed: the case wants the runbook's text in the output.
+    fork.expect_code(1);
     let r = fork.output()["responses"].clone();
     assert_eq!(r[2]["body"]["error"]["data"]["kind"], "denied", "{r}");
-    assert_eq!(r[1]["body"]["result"]["resources"][0]["name"], "runbooks/db.md");
+    assert_eq!(
+        r[1]["body"]["result"]["resources"][0]["name"],
+        "runbooks/db.md"
+    );
 
     // A case that does not permit reading files: the read is an MCP error
     // carrying the kind, recorded as the denied read it is.

@@ -38,6 +38,7 @@ use folder::Folder;
 pub use folder::check_relative;
 pub use permissions::{Access, FILE_PERMISSIONS, Permissions, glob_match, names_a_tool};
 use serde::Deserialize;
+use serde_json::Value;
 use state::{Rows, State, Table};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
