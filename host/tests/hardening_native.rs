@@ -1178,6 +1178,186 @@ fn a_signal_to_a_campaign_records_every_run_under_way_whole() {
     }
 }
 
+/// How a native agent's campaign signalled in [`campaign_signalled`]
+/// ended.
+struct Signalled {
+    /// By which signal, if one.
+    signal: Option<libc::c_int>,
+    /// Its exit code, if it exited.
+    code: Option<i32>,
+    /// Its `--json` report, if it printed one.
+    report: Option<Value>,
+    /// stdout and stderr, for the messages.
+    said: String,
+    /// How long after the signal.
+    took: Duration,
+    /// How many runs began, before and after the signal.
+    began: usize,
+}
+
+/// Whom [`campaign_signalled`] signals.
+enum To {
+    /// The campaign's process group, as a terminal's Ctrl-C.
+    Group,
+    /// The campaign alone, as a CI runner or supervisor.
+    Campaign,
+    /// Its worker alone.
+    Worker,
+}
+
+/// `fuzz --jobs 2 --keep-all --json` of a native agent that sleeps 20 s,
+/// signalled with `signal` (as `to` says) once both lanes (its own and
+/// its worker's) have begun a run.
+fn campaign_signalled(signal: libc::c_int, to: To) -> Signalled {
+    use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case_with(dir.path(), "c", PASSED_BY_DOING_NOTHING);
+    let faults = dir.path().join("faults.toml");
+    std::fs::write(&faults, "[[tools]]\ntool = \"*\"\ndeny = 0.1\n").unwrap();
+    let began = dir.path().join("began");
+    std::fs::create_dir_all(&began).unwrap();
+    let worlds = worlds();
+    let mut child = cli()
+        .args([
+            os("fuzz"),
+            case.as_os_str(),
+            os("--faults"),
+            faults.as_os_str(),
+        ])
+        .args(["--runs", "8", "--jobs", "2", "--keep-all", "--json"])
+        .args([
+            os("--worlds"),
+            worlds.as_os_str(),
+            os("--store"),
+            store.as_os_str(),
+        ])
+        .args(["--exec", "--", "/bin/sh", "-c"])
+        .arg(format!(
+            "touch {}/$$; sleep 20; echo '{{}}'",
+            began.display()
+        ))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let runs_begun = || std::fs::read_dir(&began).unwrap().count();
+    let until = Instant::now() + Duration::from_secs(90);
+    while runs_begun() < 2 {
+        assert!(
+            Instant::now() < until,
+            "the campaign's two lanes never began a run"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = child.id() as libc::pid_t;
+    let signalled = Instant::now();
+    // SAFETY: a signal to the campaign this test started, or to the
+    // process group it leads.
+    unsafe {
+        match to {
+            To::Group => libc::killpg(pid, signal),
+            To::Campaign => libc::kill(pid, signal),
+            To::Worker => {
+                let worker = common::workers::worker_of(pid as u32, "--fuzz-worker");
+                libc::kill(worker as libc::pid_t, signal)
+            }
+        }
+    };
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if signalled.elapsed() > Duration::from_secs(90) {
+            let _ = child.kill();
+            panic!("the campaign did not end within 90 s of the signal");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = signalled.elapsed();
+    let stdout = stdout.join().unwrap();
+    Signalled {
+        signal: status.signal(),
+        code: status.code(),
+        report: serde_json::from_str(&stdout).ok(),
+        said: format!("{stdout}\n{}", stderr.join().unwrap()),
+        took,
+        began: runs_begun(),
+    }
+}
+
+/// Ctrl-C (SIGINT to the process group) on a native agent's campaign of
+/// two jobs stops the run under way in each lane (`trapped`), begins no
+/// other, reports the two runs made and keeps the report, then ends the
+/// command by the signal: the worker's first run had put back the
+/// signal's default action, the Ctrl-C killed the worker, and the
+/// campaign ended as an internal error (`a fuzz worker (pid N) ended
+/// before its runs were done`), with no report.
+#[test]
+fn ctrl_c_on_a_native_campaign_of_two_jobs_reports_the_runs_it_made() {
+    if common::workers::one_core() {
+        return;
+    }
+    let s = campaign_signalled(libc::SIGINT, To::Group);
+    let said = &s.said;
+    assert_eq!(s.signal, Some(libc::SIGINT), "{said}");
+    assert!(!said.contains("fuzz worker"), "{said}");
+    assert!(said.contains("kept in the store"), "{said}");
+    let report = s.report.expect("a --json report");
+    assert_eq!(report["interrupted"], "SIGINT", "{said}");
+    assert_eq!(report["summary"]["runs"], 2, "{said}");
+    assert!(s.took < Duration::from_secs(15), "{:?}: {said}", s.took);
+    assert_eq!(s.began, 2, "a run began after the signal: {said}");
+}
+
+/// SIGTERM to a native agent's campaign of two jobs alone (a CI runner's,
+/// a supervisor's) stops its worker's run under way too, and no run
+/// begins after it: the worker's run went on to its end and the worker
+/// began the next it held, so the campaign ended a run's length or two
+/// after the signal.
+#[test]
+fn a_signal_to_a_native_campaign_alone_stops_its_worker_s_run_at_once() {
+    if common::workers::one_core() {
+        return;
+    }
+    let s = campaign_signalled(libc::SIGTERM, To::Campaign);
+    let said = &s.said;
+    assert_eq!(s.signal, Some(libc::SIGTERM), "{said}");
+    let report = s.report.expect("a --json report");
+    assert_eq!(report["interrupted"], "SIGTERM", "{said}");
+    assert_eq!(report["summary"]["runs"], 2, "{said}");
+    assert!(s.took < Duration::from_secs(15), "{:?}: {said}", s.took);
+    assert_eq!(s.began, 2, "a run began after the signal: {said}");
+}
+
+/// SIGTERM to a native agent's campaign worker alone stops its run under
+/// way, and the campaign, which was sent none, fails naming the worker
+/// and what to do, rather than counting fewer runs than it says.
+#[test]
+fn a_signal_to_a_campaign_s_worker_alone_fails_the_campaign_naming_it() {
+    if common::workers::one_core() {
+        return;
+    }
+    let s = campaign_signalled(libc::SIGTERM, To::Worker);
+    let said = &s.said;
+    assert_eq!(s.code, Some(4), "{said}");
+    assert!(said.contains("did not run item"), "{said}");
+    assert!(
+        said.contains("signal this process or its process group, not a worker"),
+        "{said}"
+    );
+}
+
 /// A native run loads its world's service before it starts the agent: on
 /// the first run into a store the service was compiled while the agent
 /// ran, and its first call to the service waited for it in real time (an

@@ -276,10 +276,10 @@ pub fn serve(
                 .ok()
                 .and_then(|i| hello.runs.get(i))
                 .ok_or_else(|| anyhow!("verify sent run {i} of {}", hello.runs.len()))?;
-            Ok(CheckedRun {
+            Ok(Some(CheckedRun {
                 index: i,
                 checked: check(sandbox, store, run, opened),
-            })
+            }))
         })
     };
     worker::serve(jobs, start, input, output)

@@ -92,6 +92,10 @@ pub struct FuzzArgs {
 }
 
 pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
+    if args.fuzz_worker.is_some() {
+        // First, so that a Ctrl-C as it starts does not end it.
+        worldline_engine::native::noted_in_a_worker();
+    }
     for (flag, n) in [("--runs", args.runs), ("--repeat", args.repeat)] {
         if n == 0 {
             return Err(InputError::new(flag, "must be at least 1").into());
@@ -152,7 +156,6 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         every_fault: args.events.is_some(),
     };
     if args.fuzz_worker.is_some() {
-        worldline_engine::native::left_to_the_parent();
         let (input, output) = (std::io::BufReader::new(std::io::stdin()), std::io::stdout());
         c.serve(input, output)?;
         return Ok(ExitCode::Ok);

@@ -163,9 +163,20 @@ impl Campaign<'_> {
                     "this fuzz worker's case, world, agent or faults differ from its campaign's (a file changed since the campaign started): run the campaign again"
                 );
             }
-            Ok(|i| self.trial(i))
+            Ok(|i| self.made(i))
         };
         worker::serve(self.jobs, start, input, output)
+    }
+
+    /// Trial `i`, or `None` when a signal came before it began: a run a
+    /// signal stopped before it began is not made (a native one refuses
+    /// to begin), not an error of the campaign.
+    fn made(&self, i: u64) -> Result<Option<Trial>> {
+        match self.trial(i) {
+            Ok(t) => Ok(Some(t)),
+            Err(_) if crate::native::signals::interrupted().is_some() => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Run one trial: variation `i` (seed index `i / repeat`).
@@ -258,13 +269,7 @@ impl Campaign<'_> {
             &indexes,
             self.jobs.saturating_sub(remote),
             workers,
-            // A run a signal stopped before it began is not made (a
-            // native one refuses to begin), not an error of the campaign.
-            &|i| match self.trial(i) {
-                Ok(t) => Ok(Some(t)),
-                Err(_) if crate::native::signals::interrupted().is_some() => Ok(None),
-                Err(e) => Err(e),
-            },
+            &|i| self.made(i),
             &|t| {
                 sink(CampaignEvent::RunFinished(&t));
                 tally.lock().expect("tally lock").add(t);

@@ -35,8 +35,10 @@ pub(crate) trait Remote<T>: Send {
     fn jobs(&self) -> usize;
     /// Hand it these items (by index).
     fn send(&mut self, indexes: &[u64]) -> Result<()>;
-    /// The next answer it finished.
-    fn recv(&mut self) -> Result<T>;
+    /// The next item it finished, by index, with its answer (`None`: not
+    /// run, a signal came first). Once `halted` says so as it waits, its
+    /// runs under way are stopped as this process's are.
+    fn recv(&mut self, halted: &dyn Fn() -> bool) -> Result<(u64, Option<T>)>;
     /// What it is called in errors (`a fuzz worker (pid 12)`).
     fn name(&self) -> String;
     /// No more items: let it end, and fail if it did not end well.
@@ -92,8 +94,9 @@ impl Queue<'_> {
 /// `remotes`, handing each answer to `done` as it finishes. The first
 /// error of any lane stops every lane from taking more; it is returned
 /// once all have ended. Once `halted` says so, no lane takes more either:
-/// the items handed out end, the rest are not run, nor is one a local
-/// lane took as it came (`item` answers `None`).
+/// the items handed out end, the rest are not run, nor is one a lane took
+/// as it came (`item` answers `None`), and a remote's runs under way are
+/// stopped as this process's are (a worker is sent the signal).
 pub(crate) fn run<T: Answer>(
     indexes: &[u64],
     local: usize,
@@ -170,15 +173,25 @@ fn feed<T: Answer>(
         let Some(front) = chunks.front_mut() else {
             break;
         };
-        let t = remote.recv()?;
-        if !given.remove(&t.index()) {
+        let (index, answer) = remote.recv(queue.halted)?;
+        if !given.remove(&index) {
             return Err(anyhow!(
-                "{} answered item {}, which it was not given or had answered",
+                "{} answered item {index}, which it was not given or had answered",
                 remote.name(),
-                t.index()
             ));
         }
-        done(t);
+        match answer {
+            Some(t) => done(t),
+            // Not run though no signal came here: one sent to the worker
+            // alone, whose items would go uncounted, unsaid.
+            None if !(queue.halted)() => {
+                return Err(anyhow!(
+                    "{} did not run item {index}: a signal reached it and not this process (signal this process or its process group, not a worker); run again",
+                    remote.name(),
+                ));
+            }
+            None => {}
+        }
         match first {
             None => first = Some(Instant::now()),
             Some(_) => after += 1,
@@ -224,7 +237,7 @@ mod tests {
             self.pending.extend(indexes);
             Ok(())
         }
-        fn recv(&mut self) -> Result<Done> {
+        fn recv(&mut self, _: &dyn Fn() -> bool) -> Result<(u64, Option<Done>)> {
             let i = if self.answer_twice {
                 *self.pending.front().expect("sent")
             } else {
@@ -233,7 +246,7 @@ mod tests {
             self.answered += 1;
             match self.fail_at {
                 Some(n) if n + 1 == self.answered => Err(anyhow!("worker failed")),
-                _ => Ok(Done(i)),
+                _ => Ok((i, Some(Done(i)))),
             }
         }
         fn name(&self) -> String {

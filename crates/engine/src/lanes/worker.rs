@@ -4,9 +4,10 @@
 //! `--verify-worker N`), writes it a first line saying what it works for
 //! (the campaign's identity, the runs to verify) and then chunks of item
 //! indexes, one JSON line each; the worker answers each item with a
-//! [`Reply`] line (a chunk's answers in one write) and ends at the end of
-//! its input. A worker refuses a first line that is not for it (a fuzz
-//! campaign whose case, world, agent or faults changed in between).
+//! [`Reply`] line (a chunk's answers in one write; after a signal, those
+//! it did not run as not run) and ends at the end of its input. A worker
+//! refuses a first line that is not for it (a fuzz campaign whose case,
+//! world, agent or faults changed in between).
 //!
 //! [`Worker`] is the sharing side, a [`Remote`]; [`serve`] the worker's.
 //! Lines are read to at most `bounded::WORKER_LINE`.
@@ -28,6 +29,8 @@ use worldline_case::parallel::par_each;
 #[serde(rename_all = "snake_case")]
 enum Reply<T> {
     Answer(T),
+    /// The item was not run: a signal came first.
+    NotRun(u64),
     /// The item could not be run; the worker ends.
     Error {
         message: String,
@@ -46,13 +49,14 @@ struct Input {
     message: String,
 }
 
-impl<T> Reply<T> {
-    /// The answer, or the error the worker met: an input error as the
-    /// [`InputError`] it was, so the sharing process exits as it would
-    /// have.
-    fn into_answer(self) -> Result<T> {
+impl<T: Answer> Reply<T> {
+    /// The item's index and its answer (`None`: not run), or the error
+    /// the worker met: an input error as the [`InputError`] it was, so the
+    /// sharing process exits as it would have.
+    fn into_answer(self) -> Result<(u64, Option<T>)> {
         match self {
-            Reply::Answer(t) => Ok(t),
+            Reply::Answer(t) => Ok((t.index(), Some(t))),
+            Reply::NotRun(index) => Ok((index, None)),
             Reply::Error {
                 input:
                     Some(Input {
@@ -110,6 +114,8 @@ pub struct Worker<T> {
     /// that feeds the worker, which holds SIGPIPE).
     hello: Option<Vec<u8>>,
     from: BufReader<ChildStdout>,
+    /// Whether it was sent the signal this process was.
+    told: bool,
     jobs: usize,
     /// What it is a worker of (`fuzz`, `verify`), for errors.
     of: &'static str,
@@ -158,10 +164,46 @@ impl<T> Worker<T> {
             to,
             hello: Some(hello),
             from: BufReader::new(from.expect("piped stdout")),
+            told: false,
             jobs,
             of,
             answers: PhantomData,
         })
+    }
+
+    /// Wait until the worker has written (or closed its output); once
+    /// `halted` says so meanwhile, send it the signal this process was
+    /// sent. One sent to this process alone (a CI runner's, a
+    /// supervisor's) stopped none of the worker's runs, and the worker
+    /// began those it held; a Ctrl-C reaches it too, and noted twice it is
+    /// noted once.
+    fn wait(&mut self, halted: &dyn Fn() -> bool) -> Result<()> {
+        use std::os::fd::AsRawFd as _;
+        while self.from.buffer().is_empty() && !self.told {
+            if halted() {
+                crate::native::signals::pass_on(self.child.id());
+                self.told = true;
+                break;
+            }
+            let mut fd = libc::pollfd {
+                fd: self.from.get_ref().as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one `pollfd` on the stack, of a pipe this owns.
+            match unsafe { libc::poll(&mut fd, 1, 50) } {
+                0 => {}
+                n if n > 0 => break,
+                _ => {
+                    let e = std::io::Error::last_os_error();
+                    if e.kind() != std::io::ErrorKind::Interrupted {
+                        let (of, pid) = (self.of, self.child.id());
+                        return Err(e).context(format!("waiting on a {of} worker (pid {pid})"));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn write(&mut self, line: &[u8]) -> Result<()> {
@@ -188,7 +230,8 @@ impl<T: Answer> Remote<T> for Worker<T> {
         self.write(&line)
     }
 
-    fn recv(&mut self) -> Result<T> {
+    fn recv(&mut self, halted: &dyn Fn() -> bool) -> Result<(u64, Option<T>)> {
+        self.wait(halted)?;
         let Some(line) = read_line(&mut self.from)? else {
             let status = self.child.wait()?;
             bail!("{} ended before its runs were done ({status})", self.name());
@@ -224,11 +267,11 @@ impl<T> Drop for Worker<T> {
 }
 
 /// Be a worker: read the first line of `input` as an `H` and `start` from
-/// it the function that answers an item (an error, such as a first line
-/// that is not for this worker, is answered and ends it), then answer the
-/// chunks of items that follow on `jobs` threads, each on `output`. Ends
-/// at the end of `input`, or at the first item that cannot be run (after
-/// answering it).
+/// it the function that answers an item (`None`: not run, a signal came
+/// first; an error, such as a first line that is not for this worker, is
+/// answered and ends it), then answer the chunks of items that follow on
+/// `jobs` threads, each on `output`. Ends at the end of `input`, or at the
+/// first item that cannot be run (after answering it).
 pub(crate) fn serve<H, T, F>(
     jobs: usize,
     start: impl FnOnce(H) -> Result<F>,
@@ -238,7 +281,7 @@ pub(crate) fn serve<H, T, F>(
 where
     H: DeserializeOwned,
     T: Answer,
-    F: Fn(u64) -> Result<T> + Sync,
+    F: Fn(u64) -> Result<Option<T>> + Sync,
 {
     let input = Mutex::new(input);
     let output = Mutex::new(output);
@@ -273,7 +316,8 @@ where
         let mut replies = Vec::with_capacity(chunk.len());
         for i in chunk {
             match item(i) {
-                Ok(t) => replies.push(Reply::Answer(t)),
+                Ok(Some(t)) => replies.push(Reply::Answer(t)),
+                Ok(None) => replies.push(Reply::NotRun(i)),
                 Err(e) => {
                     replies.push(Reply::of(&e));
                     answer(&replies)?;
@@ -325,7 +369,7 @@ mod tests {
     /// `item`.
     fn serve_c(
         jobs: usize,
-        item: impl Fn(u64) -> Result<Done> + Sync,
+        item: impl Fn(u64) -> Result<Option<Done>> + Sync,
         input: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<()> {
@@ -347,13 +391,28 @@ mod tests {
     fn a_worker_answers_each_item_of_its_chunks_and_ends_with_its_input() {
         let input = b"{\"campaign\":\"c\"}\n[3,4]\n[9]\n";
         let mut out = Vec::new();
-        serve_c(2, |i| Ok(Done(i)), input, &mut out).unwrap();
+        serve_c(2, |i| Ok(Some(Done(i))), input, &mut out).unwrap();
         let mut got: Vec<u64> = replies(&out)
             .into_iter()
             .map(|r| r.into_answer().unwrap().0)
             .collect();
         got.sort();
         assert_eq!(got, [3, 4, 9]);
+    }
+
+    #[test]
+    fn an_item_not_run_is_answered_so_and_the_worker_goes_on_to_the_end_of_its_input() {
+        let input = b"{\"campaign\":\"c\"}\n[3,4]\n[9]\n";
+        let mut out = Vec::new();
+        serve_c(1, |i| Ok((i != 4).then_some(Done(i))), input, &mut out).unwrap();
+        let got: Vec<(u64, Option<u64>)> = replies(&out)
+            .into_iter()
+            .map(|r| {
+                let (i, t) = r.into_answer().unwrap();
+                (i, t.map(|d| d.0))
+            })
+            .collect();
+        assert_eq!(got, [(3, Some(3)), (4, None), (9, Some(9))]);
     }
 
     #[test]
@@ -381,7 +440,7 @@ mod tests {
             4 => Err(InputError::new("case.toml", "no such tool")
                 .with_line(3)
                 .into()),
-            _ => Ok(Done(i)),
+            _ => Ok(Some(Done(i))),
         };
         assert!(serve_c(1, failing, input, &mut out).is_err());
         let mut answers = replies(&out).into_iter().map(Reply::into_answer);

@@ -20,7 +20,7 @@ pub(crate) mod rederive;
 pub mod session;
 pub(crate) mod signals;
 pub use signals::{
-    Interrupt, ends_with_this_thread, hold_sigpipe_on_this_thread, left_to_the_parent,
+    Interrupt, ends_with_this_thread, hold_sigpipe_on_this_thread, noted_in_a_worker,
 };
 pub(crate) mod stdio;
 pub(crate) mod telemetry;

@@ -31,8 +31,9 @@ static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// Native runs under way in this process.
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
-/// A suite under way ([`Interrupt`]): it ends the process once it has
-/// reported, not the last native run.
+/// A suite under way ([`Interrupt`]), or a campaign's worker
+/// ([`noted_in_a_worker`]): it ends the process (once it has reported),
+/// not the last native run.
 static SUITE: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn note(signal: libc::c_int) {
@@ -46,11 +47,28 @@ extern "C" fn note_then_default(signal: libc::c_int) {
     set(libc::SIG_DFL);
 }
 
-/// A campaign's worker process: SIGINT and SIGTERM are left to the
-/// campaign that started it (a Ctrl-C reaches the whole process group),
-/// which stops handing it runs and then closes its input, ending it.
-pub fn left_to_the_parent() {
-    set(libc::SIG_IGN);
+/// A campaign's worker process, for its whole life: SIGINT and SIGTERM
+/// are noted and never end it (a Ctrl-C reaches the whole process group;
+/// the campaign passes on one sent to it alone, [`pass_on`]). Its native
+/// runs under way stop (`trapped`) and are answered, those it holds are
+/// answered as not run, and it ends when the campaign closes its input.
+/// The signal was ignored, and each native run's [`Running`] put back its
+/// own action: a Ctrl-C after a worker's first native run killed it, and
+/// the campaign ended as an internal error, with no report.
+pub fn noted_in_a_worker() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    SUITE.store(true, Ordering::SeqCst);
+    set(note as *const () as libc::sighandler_t);
+}
+
+/// Send process `pid` (a worker) the signal that arrived, if one did: its
+/// runs under way stop as this process's do.
+pub(crate) fn pass_on(pid: u32) {
+    if received() {
+        // SAFETY: a signal to a child of this process not yet waited for
+        // (its id is not reused).
+        unsafe { libc::kill(pid as libc::pid_t, SIGNAL.load(Ordering::SeqCst)) };
+    }
 }
 
 /// From now on, for the process's life (`serve`, `mcp`, which poll the
