@@ -1280,3 +1280,58 @@ fn a_case_s_name_does_not_depend_on_the_working_folder_or_the_path_s_spelling() 
     assert_eq!(list(&dir.path().join("cases"), "sub"), names);
     assert_eq!(list(&sub, "."), names);
 }
+
+/// A case whose own `exec` cannot start is that case's error, at its
+/// `exec` line; the other cases run and the suite writes its whole
+/// report (JUnit, events, the last session). It ended the suite with
+/// that one error: no report, no JUnit, no last session, though the other
+/// cases had run.
+#[test]
+fn a_case_whose_exec_cannot_start_is_its_own_error_and_the_suite_reports() {
+    let dir = temp_dir();
+    let p = dir.path();
+    let cases = p.join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    case_in(&cases, "a", false, &[]);
+    write_case(
+        &cases,
+        "zz",
+        &format!(
+            "# its own agent, which is not there\nexec = [\"/nonexistent/agent-bin\"]\n{}",
+            passing_demo_case(7)
+        ),
+    );
+    std::fs::write(
+        p.join("worldline.toml"),
+        format!(
+            "agent = \"{}\"\nworlds = \"{}\"\nstore = \"st\"\ncases = [\"cases\"]\n",
+            caller().display(),
+            worlds_dir().display()
+        ),
+    )
+    .unwrap();
+    let out = worldline_at(
+        p,
+        ["test", "--json", "--junit", "j.xml", "--events", "e.jsonl"],
+        &[],
+    );
+    out.expect_code(1);
+    let doc = out.json();
+    assert_eq!(names(doc), ["a", "zz"], "{out}");
+    assert_eq!(doc["cases"][0]["status"], "passed", "{out}");
+    let zz = &doc["cases"][1];
+    assert_eq!(zz["status"], "error", "{out}");
+    let reason = zz["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("zz.toml:2:1: cannot start `/nonexistent/agent-bin`"),
+        "{out}"
+    );
+    let xml = std::fs::read_to_string(p.join("j.xml")).unwrap();
+    assert_eq!(xml.matches("<error").count(), 1, "{xml}");
+    let events = std::fs::read_to_string(p.join("e.jsonl")).unwrap();
+    assert!(events.contains(r#""event":"finished""#), "{events}");
+    let last: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.join("st/last-test.json")).unwrap())
+            .unwrap();
+    assert_eq!(last["failed"].as_array().unwrap().len(), 1, "{last}");
+}

@@ -205,7 +205,14 @@ pub fn read(file: &Path) -> Result<(Project, Vec<InputError>), Vec<InputError>> 
         exec: doc.exec.as_ref().map(|e| e.get_ref().clone()),
         pass_env: doc.pass_env.as_ref().map(|e| e.get_ref().clone()),
     };
-    let exec = exec_toml.resolve(dir).unwrap_or_else(|m| {
+    let exec = exec_toml
+        .resolve(dir)
+        .map(|e| crate::native_agent::ExecSetting {
+            line: (doc.exec.as_ref())
+                .map_or(0, |e| crate::error::line_col(&text, e.span().start).0),
+            ..e
+        });
+    let exec = exec.unwrap_or_else(|m| {
         let at = match m.starts_with("exec") {
             true => doc.exec.as_ref().map(|e| e.span().start),
             false => doc.pass_env.as_ref().map(|e| e.span().start),
