@@ -1335,3 +1335,105 @@ fn a_case_whose_exec_cannot_start_is_its_own_error_and_the_suite_reports() {
             .unwrap();
     assert_eq!(last["failed"].as_array().unwrap().len(), 1, "{last}");
 }
+
+/// A `--junit` or `--events` path that cannot be written is refused
+/// before the agent is loaded: nothing is compiled into the store's
+/// cache (the refusal came after the agent and the services compiled,
+/// minutes for a Python one).
+#[test]
+fn a_report_path_that_cannot_be_written_is_refused_before_the_agent_loads() {
+    let dir = temp_dir();
+    let cases = suite(dir.path());
+    let store = dir.path().join("store");
+    // A store with its own compile cache, holding the caller agent.
+    test_suite_with(&store, &cases, &caller(), &[], &[OWN_COMPILE_CACHE]).expect_code(1);
+    let compiled = || files_with_suffix(&store.join("cache"), ".cwasm");
+    let before = compiled();
+    assert_eq!(before.len(), 1, "{before:?}");
+    for flag in ["--junit", "--events"] {
+        let bad = dir.path().join("missing/x.xml");
+        let out = test_suite_with(
+            &store,
+            &cases,
+            &guest("naive-agent"),
+            &[flag, bad.to_str().unwrap()],
+            &[OWN_COMPILE_CACHE],
+        );
+        out.expect_code(2);
+        assert!(out.stderr.contains("is not there"), "{out}");
+        assert_eq!(
+            compiled(),
+            before,
+            "{flag}: the agent was compiled before the refusal"
+        );
+    }
+}
+
+/// Ctrl-C while the agent and the world's Python service compile (before
+/// any case runs) ends `test` at once, by the signal, as docs/cli.md
+/// says: it was only noted, and the process waited out the compile
+/// (100 s for this service) to report 0 passed and every case skipped.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
+fn a_signal_while_the_agent_and_services_compile_ends_the_suite_at_once() {
+    use std::io::Read as _;
+    use std::os::unix::process::ExitStatusExt as _;
+    use std::time::{Duration, Instant};
+    let dir = temp_dir();
+    let worlds = world_with_service(
+        dir.path(),
+        &workspace_root().join("worlds/booking/v1"),
+        "booking",
+        &python_service("examples/booking-service/booking.py"),
+    );
+    let store = dir.path().join("store");
+    // The project's agent (one `--agent` names is loaded while the cases
+    // are read, which no signal was caught in), and the store's own
+    // compile cache, empty: the agent and the service compile.
+    std::fs::write(
+        dir.path().join("worldline.toml"),
+        format!(
+            "agent = \"{}\"\nworlds = \"{}\"\nstore = \"store\"\ncases = [\"{}\"]\n",
+            guest("naive-agent").display(),
+            worlds.display(),
+            workspace_root().join("cases/booking").display()
+        ),
+    )
+    .unwrap();
+    let mut child = cli()
+        .arg("test")
+        .current_dir(dir.path())
+        .env(OWN_COMPILE_CACHE.0, OWN_COMPILE_CACHE.1)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the agent is compiled: the service compiles then (50 s here).
+    let signalled = std::cell::Cell::new(None);
+    let ready = || {
+        let compiled = !files_with_suffix(&store.join("cache"), ".cwasm").is_empty();
+        if compiled {
+            signalled.set(Some(Instant::now()));
+        }
+        compiled
+    };
+    let status = signal_when(&mut child, libc::SIGINT, ready, "the suite");
+    let took = signalled.get().unwrap().elapsed();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}\n{stderr}");
+    assert!(!stderr.contains("starting no more cases"), "{stderr}");
+    assert!(took < Duration::from_secs(20), "{took:?}\n{stderr}");
+    assert!(
+        files_with_suffix(&store.join("runs"), ".jsonl").is_empty(),
+        "no case ran"
+    );
+}
