@@ -89,7 +89,7 @@ fn filters_tags_list_and_limit_select_cases() {
     let list = |filter: &str| {
         let out = test_cmd(&store, &cases, &["--list", "--json", "-k", filter]);
         out.expect_code(0);
-        out.json()
+        out.json()["cases"]
             .as_array()
             .unwrap()
             .iter()
@@ -101,7 +101,7 @@ fn filters_tags_list_and_limit_select_cases() {
     assert_eq!(list("world:demo@* and name:?"), ["a", "b", "c", "d"]);
 
     let out = test_cmd(&store, &cases, &["--list", "--json", "--limit", "3"]);
-    assert_eq!(out.json().as_array().unwrap().len(), 3);
+    assert_eq!(out.json()["cases"].as_array().unwrap().len(), 3);
 
     let bad = test_cmd(&store, &cases, &["--list", "-k", "colour:red"]);
     bad.expect_code(2);
@@ -672,8 +672,7 @@ fn a_link_to_a_folder_above_is_not_followed() {
     let out = worldline_within(std::time::Duration::from_secs(60), &store, args)
         .expect("case discovery never ended under a link loop");
     out.expect_code(0);
-    let listed: Vec<&str> = out
-        .json()
+    let listed: Vec<&str> = out.json()["cases"]
         .as_array()
         .unwrap()
         .iter()
@@ -776,7 +775,12 @@ fn list_needs_no_agent_and_reads_no_rows() {
     case("three", "counters@v9");
     let out = list(&["--json"]);
     out.expect_code(2);
-    assert_eq!(out.json().as_array().unwrap().len(), 2, "{out}");
+    assert_eq!(out.json()["cases"].as_array().unwrap().len(), 2, "{out}");
+    assert_eq!(
+        out.json()["collection_errors"].as_array().unwrap().len(),
+        1,
+        "{out}"
+    );
     assert!(
         out.stderr.contains("three.toml") && out.stderr.contains("world `counters@v9` not found"),
         "{out}"
@@ -1270,7 +1274,7 @@ fn a_case_s_name_does_not_depend_on_the_working_folder_or_the_path_s_spelling() 
             String::from_utf8_lossy(&out.stderr)
         );
         let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-        (doc.as_array().unwrap().iter())
+        (doc["cases"].as_array().unwrap().iter())
             .map(|c| c["name"].as_str().unwrap().to_string())
             .collect::<Vec<_>>()
     };
@@ -1436,4 +1440,28 @@ fn a_signal_while_the_agent_and_services_compile_ends_the_suite_at_once() {
         files_with_suffix(&store.join("runs"), ".jsonl").is_empty(),
         "no case ran"
     );
+}
+
+/// `--list --json` with a case file that cannot be read gives its error
+/// beside the cases it could read (it gave a bare list of those, exit 2,
+/// the error on stderr only).
+#[test]
+fn list_json_names_its_collection_errors() {
+    let dir = temp_dir();
+    let cases = suite(dir.path());
+    write_case(&cases, "broken", "world = \"demo@v1\"\nseed = \n");
+    let out = test_cmd(&dir.path().join("store"), &cases, &["--list", "--json"]);
+    out.expect_code(2);
+    let doc = out.json();
+    let listed: Vec<&str> = (doc["cases"].as_array().unwrap().iter())
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["a", "b", "c", "d"], "{out}");
+    let errors = doc["collection_errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{out}");
+    assert!(
+        errors[0]["file"].as_str().unwrap().ends_with("broken.toml"),
+        "{out}"
+    );
+    assert_eq!(errors[0]["line"], 2, "{out}");
 }

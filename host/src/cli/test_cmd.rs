@@ -102,7 +102,16 @@ pub struct TestArgs {
     pub common: Common,
 }
 
-/// One line of `--list --json`.
+/// `--list --json`: the cases, and the files that could not be read, as
+/// `test --json` names them (a bare list of the cases, exit 2, left a
+/// script to learn why from stderr).
+#[derive(Serialize)]
+struct Listing<'a> {
+    cases: Vec<Listed<'a>>,
+    collection_errors: Vec<worldline_report::check::Problem>,
+}
+
+/// One case of `--list --json`.
 #[derive(Serialize)]
 struct Listed<'a> {
     index: usize,
@@ -154,7 +163,7 @@ fn select<T: Send>(
     Ok(pick::pick(paths, &selection, read)?)
 }
 
-fn print_list<T>(entries: &[Picked<T>], json: bool) -> Result<()> {
+fn print_list<T>(entries: &[Picked<T>], broken: &[InputError], json: bool) -> Result<()> {
     let listed: Vec<Listed> = entries
         .iter()
         .map(|e| Listed {
@@ -166,7 +175,13 @@ fn print_list<T>(entries: &[Picked<T>], json: bool) -> Result<()> {
         })
         .collect();
     if json {
-        return super::print_json(&listed);
+        return super::print_json(&Listing {
+            cases: listed,
+            collection_errors: broken
+                .iter()
+                .map(worldline_report::check::Problem::of)
+                .collect(),
+        });
     }
     let mut out = super::human_out();
     for l in &listed {
@@ -347,7 +362,7 @@ fn list(args: &TestArgs, store: &StoreDir) -> Result<ExitCode> {
         let h = case::header(path, worlds)?;
         Ok(((), h.world, h.tags))
     })?;
-    print_list(&selected.entries, args.common.json)?;
+    print_list(&selected.entries, &selected.broken, args.common.json)?;
     collection_errors(&selected.broken);
     Ok(if selected.broken.is_empty() {
         ExitCode::Ok
