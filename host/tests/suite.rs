@@ -1465,3 +1465,22 @@ fn list_json_names_its_collection_errors() {
     );
     assert_eq!(errors[0]["line"], 2, "{out}");
 }
+
+/// `cases = []` in worldline.toml is said to be empty, at its line (the
+/// error said to set `cases`, which was set).
+#[test]
+fn an_empty_cases_list_in_the_project_file_is_named_at_its_line() {
+    let dir = temp_dir();
+    let p = dir.path();
+    std::fs::write(p.join("worldline.toml"), "store = \"st\"\ncases = []\n").unwrap();
+    for command in ["test", "validate"] {
+        let out = worldline_at(p, [command], &[]);
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains(
+                "worldline.toml:2:1: cases: the list is empty: name case files or folders in it"
+            ),
+            "{out}"
+        );
+    }
+}

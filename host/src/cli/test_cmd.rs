@@ -346,11 +346,15 @@ fn default_cases(args: &mut TestArgs) -> Result<Supplied> {
             let shown: Vec<String> = p.cases.iter().map(|c| c.display().to_string()).collect();
             Ok(super::project_args::note("cases", shown.into()))
         }
-        _ => Err(InputError::new(
-            "test",
-            "no cases given: name case files or folders, or set `cases` in worldline.toml",
-        )
-        .into()),
+        p => Err(p
+            .and_then(|p| p.empty_cases())
+            .unwrap_or_else(|| {
+                InputError::new(
+                    "test",
+                    "no cases given: name case files or folders, or set `cases` in worldline.toml",
+                )
+            })
+            .into()),
     }
 }
 
