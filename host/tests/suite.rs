@@ -1484,3 +1484,23 @@ fn an_empty_cases_list_in_the_project_file_is_named_at_its_line() {
         );
     }
 }
+
+/// A shard number past 2^64 − 1 is said to be too large, with the range
+/// (it was "not a whole number").
+#[test]
+fn an_oversized_partition_is_too_large_not_a_non_number() {
+    let dir = temp_dir();
+    let cases = suite(dir.path());
+    let out = test_cmd(
+        &dir.path().join("store"),
+        &cases,
+        &["--list", "--partition", "18446744073709551616/3"],
+    );
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains(
+            "`18446744073709551616` in `18446744073709551616/3` is too large: give a whole number from 1 to 18446744073709551615"
+        ),
+        "{out}"
+    );
+}
