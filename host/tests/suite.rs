@@ -1504,3 +1504,36 @@ fn an_oversized_partition_is_too_large_not_a_non_number() {
         "{out}"
     );
 }
+
+/// A report cut short is placed once, at the line and column the JSON
+/// reader stopped (it said `trunc.json:36:1: ... at line 36 column 4`).
+#[test]
+fn merge_of_a_cut_off_report_names_one_place() {
+    let dir = temp_dir();
+    let cases = suite(dir.path());
+    let store = dir.path().join("store");
+    let out = test_cmd(&store, &cases, &["--json", "--partition", "1/2"]);
+    out.expect_code(1);
+    let cut = dir.path().join("trunc.json");
+    std::fs::write(&cut, &out.stdout.as_bytes()[..out.stdout.len() / 2]).unwrap();
+    let merged = worldline(&store, [os("merge"), cut.as_os_str()]);
+    merged.expect_code(2);
+    let line = merged
+        .stderr
+        .lines()
+        .find(|l| l.contains("trunc.json"))
+        .unwrap();
+    assert!(!line.contains(" at line "), "{merged}");
+    let (_, place) = line.split_once("trunc.json:").unwrap();
+    let mut at = place.splitn(3, ':');
+    let (l, c) = (at.next().unwrap(), at.next().unwrap());
+    assert!(l.parse::<usize>().unwrap() > 1, "{merged}");
+    assert!(c.parse::<usize>().unwrap() >= 1, "{merged}");
+    assert!(
+        at.next()
+            .unwrap()
+            .trim()
+            .starts_with("is not a JSON report: EOF while parsing"),
+        "{merged}"
+    );
+}
