@@ -1537,3 +1537,20 @@ fn merge_of_a_cut_off_report_names_one_place() {
         "{merged}"
     );
 }
+
+/// `-k`'s bare words match the case name without regard to case, as
+/// pytest's `-k` does (`-k A` selected nothing, and offered `a`); a
+/// term's glob is matched as written.
+#[test]
+fn a_filter_word_matches_without_regard_to_case() {
+    let dir = temp_dir();
+    let cases = suite(dir.path());
+    let store = dir.path().join("store");
+    let out = test_cmd(&store, &cases, &["--list", "--json", "-k", "A or D"]);
+    out.expect_code(0);
+    let listed: Vec<&str> = (out.json()["cases"].as_array().unwrap().iter())
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["a", "d"], "{out}");
+    test_cmd(&store, &cases, &["--list", "-k", "tag:SLOW"]).expect_code(2);
+}

@@ -55,7 +55,7 @@ pub struct TestArgs {
     #[arg(long, value_parser = super::jobs_arg)]
     pub jobs: Option<usize>,
     /// Run only the cases this expression selects: words match part of the
-    /// case name; `tag:T`, `world:W`, `path:P`, `name:N` take `*` globs;
+    /// case name (without regard to case); `tag:T`, `world:W`, `path:P`, `name:N` take `*` globs;
     /// combine with `and`, `or`, `not` and parentheses.
     #[arg(long, short = 'k', value_name = "EXPR")]
     pub filter: Option<String>,
