@@ -193,6 +193,20 @@ impl fmt::Display for InputError {
 impl std::error::Error for InputError {}
 
 impl InputError {
+    /// From a JSON parse error, `what` the file is not (`is not a JSON
+    /// report`): placed at serde's line and column, its message without
+    /// them (it said `f:36:1: ... at line 36 column 4`).
+    pub fn json(file: impl AsRef<Path>, what: &str, e: &serde_json::Error) -> Self {
+        let said = e.to_string();
+        let said = said
+            .strip_suffix(&format!(" at line {} column {}", e.line(), e.column()))
+            .unwrap_or(&said);
+        InputError {
+            line: (e.line() > 0).then_some((e.line(), e.column().max(1))),
+            ..InputError::new(file, format!("{what}: {said}"))
+        }
+    }
+
     /// An address the command was given that it cannot listen on (a port
     /// in use): the flag's input error, not an internal one.
     pub fn cannot_listen(flag: &str, addr: impl fmt::Display, e: &std::io::Error) -> InputError {

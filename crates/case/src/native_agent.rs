@@ -16,6 +16,9 @@ pub struct ExecSetting {
     /// Variables passed through from worldline's environment (`None`:
     /// the file does not say).
     pub pass_env: Option<Vec<String>>,
+    /// The line of `exec` in the file that gives it (0: none known), which
+    /// an error starting the command names.
+    pub line: usize,
 }
 
 /// The two keys as written.
@@ -59,6 +62,7 @@ impl ExecToml {
                 .map(|a| absolute_if_beside(dir, a))
                 .collect(),
             pass_env: self.pass_env.clone(),
+            line: 0,
         })
     }
 }

@@ -26,8 +26,15 @@ impl Partition {
             .split_once('/')
             .ok_or_else(|| format!("`{text}` is not i/n (for example 1/3 or hash:2/4)"))?;
         let number = |s: &str| {
-            s.parse::<u64>()
-                .map_err(|_| format!("`{s}` in `{text}` is not a whole number"))
+            s.parse::<u64>().map_err(|e| match e.kind() {
+                // All digits, past what a shard's number can be: it was
+                // called "not a whole number".
+                std::num::IntErrorKind::PosOverflow => format!(
+                    "`{s}` in `{text}` is too large: give a whole number from 1 to {}",
+                    u64::MAX
+                ),
+                _ => format!("`{s}` in `{text}` is not a whole number"),
+            })
         };
         let (shard, total) = (number(i)?, number(n)?);
         if total == 0 {

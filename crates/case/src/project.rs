@@ -23,8 +23,7 @@ struct ProjectToml {
     /// Variables passed through to a native agent (as `--pass-env`).
     pass_env: Option<toml::Spanned<Vec<String>>>,
     worlds: Option<toml::Spanned<String>>,
-    #[serde(default)]
-    cases: Vec<toml::Spanned<String>>,
+    cases: Option<toml::Spanned<Vec<toml::Spanned<String>>>>,
     /// Read as any value and checked here, so that its error says its range.
     jobs: Option<toml::Spanned<toml::Value>>,
     #[serde(default)]
@@ -51,6 +50,8 @@ pub struct Project {
     /// Where each of `cases` is written (line, column), for the error
     /// that one names nothing ([`Project::missing_case`]).
     pub cases_at: Vec<(usize, usize)>,
+    /// The line of `cases` itself, when the file gives it.
+    pub cases_line: Option<usize>,
     /// Where `store`, `agent` and `worlds` are written (line, column), by
     /// key, for `check`'s word on a path that names nothing.
     pub paths_at: BTreeMap<&'static str, (usize, usize)>,
@@ -156,7 +157,8 @@ pub fn read(file: &Path) -> Result<(Project, Vec<InputError>), Vec<InputError>> 
         .filter(|(_, v)| !empty(v))
         .map(|(k, v)| (k, crate::error::line_col(&text, v.span().start)))
         .collect();
-    let cases = doc.cases.iter().map(|c| ("cases", c));
+    let listed = (doc.cases.as_ref()).map_or(&[][..], |c| c.get_ref().as_slice());
+    let cases = listed.iter().map(|c| ("cases", c));
     for (key, empty) in named.chain(cases).filter(|(_, v)| empty(v)) {
         problems.push(InputError::at(
             file,
@@ -205,7 +207,14 @@ pub fn read(file: &Path) -> Result<(Project, Vec<InputError>), Vec<InputError>> 
         exec: doc.exec.as_ref().map(|e| e.get_ref().clone()),
         pass_env: doc.pass_env.as_ref().map(|e| e.get_ref().clone()),
     };
-    let exec = exec_toml.resolve(dir).unwrap_or_else(|m| {
+    let exec = exec_toml
+        .resolve(dir)
+        .map(|e| crate::native_agent::ExecSetting {
+            line: (doc.exec.as_ref())
+                .map_or(0, |e| crate::error::line_col(&text, e.span().start).0),
+            ..e
+        });
+    let exec = exec.unwrap_or_else(|m| {
         let at = match m.starts_with("exec") {
             true => doc.exec.as_ref().map(|e| e.span().start),
             false => doc.pass_env.as_ref().map(|e| e.span().start),
@@ -242,11 +251,12 @@ pub fn read(file: &Path) -> Result<(Project, Vec<InputError>), Vec<InputError>> 
         agent: given(&doc.agent),
         exec,
         worlds: given(&doc.worlds),
-        cases: (doc.cases.iter()).filter(|c| !empty(c)).map(path).collect(),
-        cases_at: (doc.cases.iter())
+        cases: (listed.iter()).filter(|c| !empty(c)).map(path).collect(),
+        cases_at: (listed.iter())
             .filter(|c| !empty(c))
             .map(|c| crate::error::line_col(&text, c.span().start))
             .collect(),
+        cases_line: (doc.cases.as_ref()).map(|c| crate::error::line_col(&text, c.span().start).0),
         paths_at,
         jobs,
         model: tables.remove("model").unwrap_or_default(),
@@ -280,6 +290,20 @@ impl Project {
         );
         err.line = at;
         Some(err)
+    }
+
+    /// A `cases` that names no case file or folder (`cases = []`), as an
+    /// error at its line: a command that runs the project's cases when
+    /// given none said to set `cases`, which was set.
+    pub fn empty_cases(&self) -> Option<InputError> {
+        let line = self.cases_line.filter(|_| self.cases.is_empty())?;
+        Some(
+            InputError::new(
+                &self.file,
+                "cases: the list is empty: name case files or folders in it (relative to this file), or on the command line",
+            )
+            .with_line(line),
+        )
     }
 
     /// The `worlds` this file names, when it is no folder, as an error at

@@ -110,25 +110,29 @@ impl Choice {
                 .or_else(|| self.project_exec.pass_env.clone())
                 .unwrap_or_default()
         };
-        let native = |command: Vec<String>, given_by: &Path| {
+        let native = |command: Vec<String>, (given_by, given_at): (&Path, usize)| {
             Chosen::Native(Exec {
                 command,
                 pass_env: pass_env(&case.exec.pass_env),
                 output_file: self.output_file.clone(),
                 isolate_net: self.isolate_net,
                 given_by: given_by.to_path_buf(),
+                given_at,
             })
         };
         let project_file = super::project_args::project().map(|p| p.file.clone());
         let chosen = if let Some(command) = &self.cli_exec {
-            native(command.clone(), Path::new("--exec"))
+            native(command.clone(), (Path::new("--exec"), 0))
         } else if let Some(agent) = &self.cli_agent {
             Chosen::Component(agent.clone())
         } else if !case.exec.command.is_empty() {
-            native(case.exec.command.clone(), &case.path)
+            native(case.exec.command.clone(), (&case.path, case.exec.line))
         } else if !self.project_exec.command.is_empty() {
             let file = project_file.unwrap_or_else(|| "worldline.toml".into());
-            native(self.project_exec.command.clone(), &file)
+            native(
+                self.project_exec.command.clone(),
+                (&file, self.project_exec.line),
+            )
         } else if let Some(agent) = &self.project_agent {
             Chosen::Component(agent.clone())
         } else {

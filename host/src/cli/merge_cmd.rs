@@ -57,7 +57,7 @@ fn stored(args: &MergeArgs, suite: &str) -> Result<Vec<(PathBuf, Value)>> {
         .map(|(part, text)| {
             let name = PathBuf::from(format!("{suite} shard {part}"));
             let doc = serde_json::from_str(&text)
-                .map_err(|e| InputError::new(&name, format!("is not a JSON report: {e}")))?;
+                .map_err(|e| InputError::json(&name, "is not a JSON report", &e))?;
             Ok((name, doc))
         })
         .collect()
@@ -71,9 +71,8 @@ pub fn exec(args: MergeArgs) -> Result<ExitCode> {
     for path in &args.reports {
         let text = worldline_case::bounded::read_text(path, worldline_case::bounded::DOCUMENT)
             .map_err(|e| InputError::new(path, format!("cannot read report: {e}")))?;
-        let doc: Value = serde_json::from_str(&text).map_err(|e| {
-            InputError::new(path, format!("is not a JSON report: {e}")).with_line(e.line())
-        })?;
+        let doc: Value = serde_json::from_str(&text)
+            .map_err(|e| InputError::json(path, "is not a JSON report", &e))?;
         docs.push((path.clone(), doc));
     }
     let merged = merge::merge(docs)?;

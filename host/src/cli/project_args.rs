@@ -263,6 +263,7 @@ mod tests {
             worlds: None,
             cases: Vec::new(),
             cases_at: Vec::new(),
+            cases_line: None,
             paths_at: Default::default(),
             jobs: Some(2),
             model: [("provider".to_string(), "openai".to_string())].into(),

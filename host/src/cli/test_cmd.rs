@@ -55,7 +55,7 @@ pub struct TestArgs {
     #[arg(long, value_parser = super::jobs_arg)]
     pub jobs: Option<usize>,
     /// Run only the cases this expression selects: words match part of the
-    /// case name; `tag:T`, `world:W`, `path:P`, `name:N` take `*` globs;
+    /// case name (without regard to case); `tag:T`, `world:W`, `path:P`, `name:N` take `*` globs;
     /// combine with `and`, `or`, `not` and parentheses.
     #[arg(long, short = 'k', value_name = "EXPR")]
     pub filter: Option<String>,
@@ -102,7 +102,16 @@ pub struct TestArgs {
     pub common: Common,
 }
 
-/// One line of `--list --json`.
+/// `--list --json`: the cases, and the files that could not be read, as
+/// `test --json` names them (a bare list of the cases, exit 2, left a
+/// script to learn why from stderr).
+#[derive(Serialize)]
+struct Listing<'a> {
+    cases: Vec<Listed<'a>>,
+    collection_errors: Vec<worldline_report::check::Problem>,
+}
+
+/// One case of `--list --json`.
 #[derive(Serialize)]
 struct Listed<'a> {
     index: usize,
@@ -154,7 +163,7 @@ fn select<T: Send>(
     Ok(pick::pick(paths, &selection, read)?)
 }
 
-fn print_list<T>(entries: &[Picked<T>], json: bool) -> Result<()> {
+fn print_list<T>(entries: &[Picked<T>], broken: &[InputError], json: bool) -> Result<()> {
     let listed: Vec<Listed> = entries
         .iter()
         .map(|e| Listed {
@@ -166,7 +175,13 @@ fn print_list<T>(entries: &[Picked<T>], json: bool) -> Result<()> {
         })
         .collect();
     if json {
-        return super::print_json(&listed);
+        return super::print_json(&Listing {
+            cases: listed,
+            collection_errors: broken
+                .iter()
+                .map(worldline_report::check::Problem::of)
+                .collect(),
+        });
     }
     let mut out = super::human_out();
     for l in &listed {
@@ -201,6 +216,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     // A viewer stores no run: refused before any runs (they were run,
     // refused one by one, and left in its folder as the store's).
     store.require_raw("storing runs (`test`)")?;
+    check_reports(&args)?;
     let choice = Choice::of(&args.exec, args.agent.as_deref())?;
     let worlds = args.worlds.as_deref();
     let bar = super::compile_progress::progress(0, "cases");
@@ -256,18 +272,24 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
             ExitCode::Input
         });
     }
-    // A first SIGINT or SIGTERM stops the suite starting cases; those
-    // under way end, the report is written, then the signal ends the
-    // process (a second ends it at once), as in nextest and pytest.
-    let interrupt = Interrupt::start();
-    let done = run(
+    let loaded = load(
         &args,
         &store,
         &choice,
         (&mut entries, &mut broken),
-        bar,
+        &bar,
         early,
     )?;
+    // A first SIGINT or SIGTERM stops the suite starting cases; those
+    // under way end, the report is written, then the signal ends the
+    // process (a second ends it at once), as in nextest and pytest. Not
+    // caught before: one that comes while the cases are read or the agent
+    // and the services compile ends the process at once (it was noted,
+    // and the process waited out their compile, minutes for a Python
+    // service, to report no case run).
+    let interrupt = Interrupt::start();
+    let done = run(&args, &store, &choice, (&entries, &broken), &loaded, bar)?;
+    drop(loaded);
     let shard = sharded.map(|(p, all)| Shard {
         agent: one_agent(&done),
         inputs,
@@ -324,11 +346,15 @@ fn default_cases(args: &mut TestArgs) -> Result<Supplied> {
             let shown: Vec<String> = p.cases.iter().map(|c| c.display().to_string()).collect();
             Ok(super::project_args::note("cases", shown.into()))
         }
-        _ => Err(InputError::new(
-            "test",
-            "no cases given: name case files or folders, or set `cases` in worldline.toml",
-        )
-        .into()),
+        p => Err(p
+            .and_then(|p| p.empty_cases())
+            .unwrap_or_else(|| {
+                InputError::new(
+                    "test",
+                    "no cases given: name case files or folders, or set `cases` in worldline.toml",
+                )
+            })
+            .into()),
     }
 }
 
@@ -340,7 +366,7 @@ fn list(args: &TestArgs, store: &StoreDir) -> Result<ExitCode> {
         let h = case::header(path, worlds)?;
         Ok(((), h.world, h.tags))
     })?;
-    print_list(&selected.entries, args.common.json)?;
+    print_list(&selected.entries, &selected.broken, args.common.json)?;
     collection_errors(&selected.broken);
     Ok(if selected.broken.is_empty() {
         ExitCode::Ok
@@ -358,73 +384,33 @@ fn collection_errors(broken: &[InputError]) {
     }
 }
 
-/// Run the selected cases with their agents, showing progress on `bar`
-/// and writing `--events` as they go; the token-id warnings after.
-/// `early`: the agent loaded while the cases were read, if it was. The
-/// cases of a world whose service is refused move to the collection
-/// errors.
-fn run(
-    args: &TestArgs,
-    store: &StoreDir,
-    choice: &Choice,
-    (entries, broken): (&mut Vec<Entry>, &mut Vec<InputError>),
-    bar: ProgressBar,
-    early: Option<Result<preload::Started>>,
-) -> Result<SuiteRun> {
-    let component = component(choice, entries)?;
-    let component = component.as_deref();
-    bar.set_length(entries.len() as u64);
-    if let Some(agent) = component {
-        bar.set_message(format!("loading {}", agent.display()));
-    }
-    bar.enable_steady_tick(Duration::from_millis(200));
-    let jobs = super::jobs(args.jobs);
-    // The early load is used only when a case runs the agent it loaded
-    // (its error too: a suite of no loadable case reports no agent's).
-    let started = match early {
-        Some(Ok(s)) if s.agent_path.as_deref() == component => s,
-        Some(Err(e)) if component.is_some() => return Err(e),
-        _ => preload::start(store, component, &bar, jobs)?,
-    };
-    let (loaded, refused) = started.services(entries);
-    entries.retain(|e| match refused.get(&e.case.world.reference()) {
-        Some(refusal) => {
-            broken.push(worldline_engine::suite::pick::of_case(
-                &e.path,
-                refusal.clone(),
-            ));
-            false
-        }
-        None => true,
-    });
-    bar.set_length(entries.len() as u64);
-    let (entries, broken): (&[Entry], &[InputError]) = (entries, broken);
-    let per_case = PerCase {
-        choice,
-        component: loaded.agent.as_deref(),
-    };
-    let suite = Suite {
-        sandbox: &loaded.sandbox,
-        agent: &per_case,
-        cases: entries,
-        store,
-        model_seed: args.model.model_seed,
-        repeat: args.group.unwrap_or(args.repeat),
-        group: args.group.is_some(),
-        jobs,
-        fail_fast: args.fail_fast,
-        collection_errors: broken,
-        compiles: &loaded.compiles,
-    };
-    bar.set_message("0 failed");
-    // Refused before the suite runs, as `--events` is: it was refused
-    // after, with nothing of the suite shown.
-    if let Some(path) = &args.junit {
+/// Refuse `--junit` and `--events` paths that cannot be written, or
+/// name one file: before anything is read or loaded (they were refused
+/// after the agent and the services compiled, minutes for a Python one).
+fn check_reports(args: &TestArgs) -> Result<()> {
+    for path in [&args.junit, &args.events].into_iter().flatten() {
         worldline_case::output::check_file(path)?;
     }
-    // Nor does a report replace a case of the suite, its agent, the
-    // project file, or anything in a world the suite runs on; nor the
-    // other report.
+    if let (Some(junit), Some(events)) = (&args.junit, &args.events)
+        && std::path::absolute(junit).ok() == std::path::absolute(events).ok()
+    {
+        return Err(InputError::new(
+            junit,
+            "is named by both --junit and --events: each writes a file of its own; give them two paths",
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Refuse a report that would replace a case of the suite, its agent
+/// (`component`), the project file, or anything in a world the suite
+/// runs on: once the cases are read, before the agent is loaded.
+fn check_reports_apart(
+    args: &TestArgs,
+    entries: &[Entry],
+    component: Option<&std::path::Path>,
+) -> Result<()> {
     let project = std::env::current_dir()
         .ok()
         .and_then(|d| worldline_case::project::find(&d));
@@ -441,15 +427,79 @@ fn run(
         let what = "the folder of a world the suite runs on";
         worldline_case::output::check_not_inside(path, worlds.iter().copied(), what)?;
     }
-    if let (Some(junit), Some(events)) = (&args.junit, &args.events)
-        && std::path::absolute(junit).ok() == std::path::absolute(events).ok()
-    {
-        return Err(InputError::new(
-            junit,
-            "is named by both --junit and --events: each writes a file of its own; give them two paths",
-        )
-        .into());
+    Ok(())
+}
+
+/// Load the agent the cases run with and their worlds' services, showing
+/// progress on `bar`. `early`: the agent loaded while the cases were
+/// read, if it was. The cases of a world whose service is refused move to
+/// the collection errors.
+fn load(
+    args: &TestArgs,
+    store: &StoreDir,
+    choice: &Choice,
+    (entries, broken): (&mut Vec<Entry>, &mut Vec<InputError>),
+    bar: &ProgressBar,
+    early: Option<Result<preload::Started>>,
+) -> Result<preload::Loaded> {
+    let component = component(choice, entries)?;
+    let component = component.as_deref();
+    check_reports_apart(args, entries, component)?;
+    bar.set_length(entries.len() as u64);
+    if let Some(agent) = component {
+        bar.set_message(format!("loading {}", agent.display()));
     }
+    bar.enable_steady_tick(Duration::from_millis(200));
+    // The early load is used only when a case runs the agent it loaded
+    // (its error too: a suite of no loadable case reports no agent's).
+    let started = match early {
+        Some(Ok(s)) if s.agent_path.as_deref() == component => s,
+        Some(Err(e)) if component.is_some() => return Err(e),
+        _ => preload::start(store, component, bar, super::jobs(args.jobs))?,
+    };
+    let (loaded, refused) = started.services(entries);
+    entries.retain(|e| match refused.get(&e.case.world.reference()) {
+        Some(refusal) => {
+            broken.push(worldline_engine::suite::pick::of_case(
+                &e.path,
+                refusal.clone(),
+            ));
+            false
+        }
+        None => true,
+    });
+    bar.set_length(entries.len() as u64);
+    Ok(loaded)
+}
+
+/// Run the selected cases with the agents `loaded`, showing progress on
+/// `bar` and writing `--events` as they go; the token-id warnings after.
+fn run(
+    args: &TestArgs,
+    store: &StoreDir,
+    choice: &Choice,
+    (entries, broken): (&[Entry], &[InputError]),
+    loaded: &preload::Loaded,
+    bar: ProgressBar,
+) -> Result<SuiteRun> {
+    let per_case = PerCase {
+        choice,
+        component: loaded.agent.as_deref(),
+    };
+    let suite = Suite {
+        sandbox: &loaded.sandbox,
+        agent: &per_case,
+        cases: entries,
+        store,
+        model_seed: args.model.model_seed,
+        repeat: args.group.unwrap_or(args.repeat),
+        group: args.group.is_some(),
+        jobs: super::jobs(args.jobs),
+        fail_fast: args.fail_fast,
+        collection_errors: broken,
+        compiles: &loaded.compiles,
+    };
+    bar.set_message("0 failed");
     let lines = super::compile_progress::event_lines(args.events.as_deref())?;
     let shown = Mutex::new((Progress::default(), lines));
     let tested = ops::test::test(&suite, args.events.as_deref(), &|e| {

@@ -39,12 +39,16 @@ pub fn exec(mut args: ValidateArgs) -> Result<ExitCode> {
                 }
                 args.cases = p.cases.clone()
             }
-            _ => {
-                return Err(InputError::new(
-                    "validate",
-                    "no cases given: name case files or folders, or set `cases` in worldline.toml",
-                )
-                .into());
+            p => {
+                return Err(p
+                    .and_then(|p| p.empty_cases())
+                    .unwrap_or_else(|| {
+                        InputError::new(
+                            "validate",
+                            "no cases given: name case files or folders, or set `cases` in worldline.toml",
+                        )
+                    })
+                    .into());
             }
         }
     }

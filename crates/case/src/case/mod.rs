@@ -505,7 +505,11 @@ pub fn parse_all(
         src.at(at.unwrap_or(0), m)
     });
     let exec = match exec {
-        Ok(e) => e,
+        Ok(e) => crate::native_agent::ExecSetting {
+            line: (doc.exec.as_ref())
+                .map_or(0, |e| crate::error::line_col(&text, e.span().start).0),
+            ..e
+        },
         Err(e) => {
             problems.push(e);
             Default::default()

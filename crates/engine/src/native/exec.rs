@@ -57,9 +57,16 @@ pub struct Exec {
     /// project's `exec` that could not start was blamed on `--exec`, a
     /// flag no one gave).
     pub given_by: PathBuf,
+    /// The line of `exec` in `given_by` (0: none, as for `--exec`).
+    pub given_at: usize,
 }
 
 impl Exec {
+    /// Why the command cannot start, at what gave it (its `exec` line).
+    fn refusal(&self, problem: impl Into<String>) -> worldline_case::error::InputError {
+        worldline_case::error::InputError::new(&self.given_by, problem).with_line(self.given_at)
+    }
+
     /// How the run's header records this process.
     pub fn agent(&self) -> NativeAgent {
         NativeAgent {
@@ -99,6 +106,7 @@ impl Exec {
             output_file: agent.output_file.clone(),
             isolate_net: agent.network.as_deref() == Some("isolated"),
             given_by: bundle.to_path_buf(),
+            given_at: 0,
         })
     }
 }
@@ -154,7 +162,7 @@ pub fn run(sandbox: &Sandbox, case: &Case, opts: RunOptions, exec: &Exec) -> Res
     // A command that cannot start is refused before its run begins, so
     // that nothing is recorded for it (a `completed` run was).
     if let Some(problem) = exec.command.first().and_then(|p| unstartable(p)) {
-        return Err(worldline_case::error::InputError::new(&exec.given_by, problem).into());
+        return Err(exec.refusal(problem).into());
     }
     super::load_service(sandbox, case)?;
     let mut header = super::header(sandbox, case, exec.agent());
@@ -301,12 +309,8 @@ fn run_process(
     };
     cmd.envs(variables(port, token, task, workdir));
     let started = Instant::now();
-    let mut tree = super::tree::spawn(&mut cmd).map_err(|e| {
-        worldline_case::error::InputError::new(
-            &exec.given_by,
-            format!("cannot start `{program}`: {e}"),
-        )
-    })?;
+    let mut tree = super::tree::spawn(&mut cmd)
+        .map_err(|e| exec.refusal(format!("cannot start `{program}`: {e}")))?;
     let limit = case.limits.stdout_bytes;
     let stdio = tree.stdio();
     let (stdout, stderr) = (

@@ -1,7 +1,8 @@
 //! A suite: many cases against one agent on one engine, run in parallel
 //! (`--jobs`), each result in the slot of its case, so the report is in the
 //! order the cases were given whatever the number of jobs. A case that
-//! cannot run (an internal error) is a result too; the suite goes on,
+//! cannot run (an internal error, or its own `exec` that cannot start) is
+//! a result too; the suite goes on,
 //! unless the store cannot be written (a full disk, a read-only folder):
 //! that is an error of the machine, which stops the suite instead of
 //! failing every case. A case file that cannot be loaded is a collection
@@ -25,7 +26,7 @@ use std::time::{Duration, Instant, SystemTime};
 use worldline_case::ahead;
 use worldline_case::case::Case;
 use worldline_case::durable::{Spares, SyncBatch};
-use worldline_case::error::{InputError, is_input};
+use worldline_case::error::{InputError, input_of, is_input};
 use worldline_case::parallel::par_map;
 use worldline_log::log::Held;
 use worldline_log::log::bundle::Group;
@@ -335,6 +336,11 @@ pub struct Suite<'a> {
     pub compiles: &'a [Compile],
 }
 
+/// Whether the input error `err` holds is one in `case`'s own file.
+fn of_case(err: &anyhow::Error, case: &Case) -> bool {
+    input_of(err).is_some_and(|i| i.file == case.path)
+}
+
 /// The model seed of member `i` of a case's group (`test --group`):
 /// derived from the case seed, distinct for every member.
 pub fn member_seed(case_seed: u64, i: u64) -> u64 {
@@ -380,9 +386,11 @@ impl Suite<'_> {
             };
             let outcome = match self.agent.run(self.sandbox, &e.case, options) {
                 Ok(o) => Ok(o),
-                // The run's only input errors are the store's
-                // write errors.
-                Err(err) if is_input(&err) => {
+                // A problem of the case's own file (its `exec` cannot
+                // start) is its result; any other input error (the
+                // store's write errors, a flag every case shares) stops
+                // the suite.
+                Err(err) if is_input(&err) && !of_case(&err, &e.case) => {
                     return Err(err.context(format!("running case {}", e.name)));
                 }
                 Err(err) => Err(format!("{err:#}")),

@@ -5,7 +5,8 @@
 //! Filter grammar: `and`, `or`, `not` and parentheses over terms. A term
 //! is `tag:T`, `world:W`, `path:P` or `name:N`, where the value may use `*`
 //! and `?` globs (matched by `world::glob_match`, the one glob matcher); a
-//! bare word matches when it is a substring of the case's name. Words are
+//! bare word matches when it is a substring of the case's name, without
+//! regard to case as in pytest (a term's glob is matched as written). Words are
 //! separated by spaces; a stretch in double quotes is part of one word
 //! whatever it holds (`tag:"needs review"`), and a word with one is never
 //! an operator. `and` binds tighter than `or`.
@@ -23,7 +24,7 @@ enum Field {
 
 #[derive(Debug, Clone, PartialEq)]
 enum Expr {
-    /// A bare word: substring of the name.
+    /// A bare word: substring of the name, without regard to case.
     Word(String),
     /// `field:glob`.
     Term(Field, String),
@@ -90,7 +91,8 @@ impl Expr {
 
     fn matches(&self, c: &Candidate) -> bool {
         match self {
-            Expr::Word(w) => c.name.contains(w.as_str()),
+            // Without regard to case, as pytest's `-k` (5.4 on) matches.
+            Expr::Word(w) => c.name.to_lowercase().contains(&w.to_lowercase()),
             Expr::Term(Field::Name, g) => glob_match(g, c.name) || glob_match(g, c.short),
             Expr::Term(Field::Path, g) => glob_match(g, c.path) || glob_match(g, c.given),
             Expr::Term(Field::World, g) => glob_match(g, c.world),
