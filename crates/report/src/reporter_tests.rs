@@ -370,6 +370,7 @@ fn verified() -> (
         env_differs: Vec::new(),
         stopped: None,
         replay_timed_out: false,
+        session: None,
     };
     let diverged = ReplayReport {
         divergence: Some(Divergence {
@@ -383,6 +384,7 @@ fn verified() -> (
         env_differs: vec!["HOME (changed)".into()],
         stopped: None,
         replay_timed_out: false,
+        session: None,
         ..report(
             "20261128-093040-d00d0004",
             Verdict::Diverged,
@@ -1369,6 +1371,7 @@ fn a_replay_of_a_run_a_signal_stopped_says_so() {
         env_differs: Vec::new(),
         stopped: Some("trapped".into()),
         replay_timed_out: false,
+        session: None,
     };
     let shown = text(|out| super::verify::write_replay(out, &r));
     assert!(
