@@ -123,6 +123,26 @@ fn mcp_over_http_answers_only_its_endpoint_and_the_session_replays() {
             .contains("identical at the boundary  (boundary replay of an MCP session: 2 events"),
         "{said}"
     );
+    // The UI's replay says it so too.
+    let ui = crate::ui_support::Server::start(&store, &[]);
+    let page = ui.get(&format!("/run/{run}"));
+    let csrf = crate::ui_support::input_value(&page.body, "csrf").expect("the replay form");
+    let r = crate::ui_support::request(
+        ui.port,
+        "POST",
+        &format!("/run/{run}/replay?token={}", ui.token),
+        &[
+            ("Host", &ui.host()),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        &crate::ui_support::form(&[("csrf", &csrf)]),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        r.body.contains("boundary replay of an MCP session:") && !r.body.contains("a native agent"),
+        "{}",
+        r.body
+    );
 }
 
 #[test]
