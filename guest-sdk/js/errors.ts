@@ -13,14 +13,25 @@ import type { ErrorKind, ToolError } from "worldline:agent/types@0.1.0";
 
 export type { ErrorKind };
 
-/** A failed host call, or an agent-level failure, with its kind. */
+/**
+ * A failed host call, or an agent-level failure, with its kind.
+ *
+ * `message` is the host's message alone, as `.message` is in the Rust and
+ * Python SDKs (an agent that hands it to its model hands the same text on
+ * every path); `toString()` and a run this error ends say `kind: message`.
+ */
 export class WorldlineError extends Error {
   readonly kind: ErrorKind;
 
   constructor(message: string, kind: ErrorKind = "failed") {
-    super(`${kind}: ${message}`);
+    super(message);
     this.name = new.target.name;
     this.kind = kind;
+  }
+
+  /** `kind: message`, as the Rust and Python SDKs write an error. */
+  override toString(): string {
+    return `${this.kind}: ${this.message}`;
   }
 }
 

@@ -153,7 +153,7 @@ function finish(out: unknown): string {
 }
 
 function settle(e: unknown): never {
-  if (e instanceof WorldlineError) failWith(e.message);
+  if (e instanceof WorldlineError) failWith(e.toString());
   fault(e);
 }
 

@@ -1341,3 +1341,51 @@ count = 1
         "{fork}"
     );
 }
+
+/// One `[expect.output] json` check has one name, output or none (rules
+/// 8, decision 0423): a run that wrote nothing failed it as `output
+/// cause_deploy`, one that wrote other JSON as `output cause_deploy
+/// equals`, so `runs` showed two signatures and `rerun` compared the check
+/// with nothing. The run graded under rules 7
+/// (`tests/bundles/before-rules-8`) replays `identical` with its old name.
+#[test]
+fn an_output_json_check_has_one_name_whether_or_not_there_is_output() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let old = common::imported_fixture(&store, "before-rules-8", "no-output.json");
+    let recorded = common::read_bundle(&common::bundle_in(&store, &old));
+    let name = |grade: &Value| -> Vec<String> {
+        let all = grade["assertions"].as_array().unwrap();
+        (all.iter())
+            .filter(|a| a["passed"] == false)
+            .map(|a| a["what"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        name(&recorded.footer.unwrap()["grade"]),
+        ["output cause_deploy"]
+    );
+    let case = common::workspace_root().join("tests/bundles/before-rules-8/no-output.toml");
+    let worlds = worlds_dir();
+    let run = |command: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "run".as_ref(),
+            case.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--json".as_ref(),
+            "--store".as_ref(),
+            store.as_os_str(),
+            "--exec".as_ref(),
+            "--".as_ref(),
+        ];
+        args.extend(command.iter().map(std::ffi::OsStr::new));
+        let out = common::worldline_raw(args);
+        out.expect_code(1);
+        name(&out.json()["grade"])
+    };
+    let none = run(&["/bin/true"]);
+    let wrong = run(&["/bin/echo", r#"{"cause_deploy": "D-1"}"#]);
+    assert_eq!(none, ["output cause_deploy equals"]);
+    assert_eq!(wrong, none);
+}

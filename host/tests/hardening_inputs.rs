@@ -5,7 +5,8 @@
 //! `[openapi]` documents are named in their own errors, their `server` is
 //! checked, and YAML's messages say what is wrong; `merge` names the report
 //! whose partition is impossible, refuses shards whose cases are not the
-//! suite's, and shows no escape sequence a report holds. The real binary.
+//! suite's, and shows no escape sequence a report holds, nor, to a
+//! terminal, one an agent printed. The real binary.
 
 use crate::common;
 
@@ -1543,4 +1544,58 @@ fn trace_files_that_are_not_otlp_say_what_they_are() {
             "{name}: {r}"
         );
     }
+}
+
+/// `history --stdout` / `--stderr` to a terminal escape the control
+/// sequences the agent printed (it set the terminal's title and cleared
+/// its screen); piped, the bytes are as the agent wrote them.
+#[test]
+fn history_s_streams_reach_a_terminal_escaped_and_a_pipe_as_written() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "printer", &common::passing_demo_case(1));
+    let evil = "\u{1b}]0;pwned-title\u{7}\u{1b}[2J\u{1b}[31mRED\u{202e}";
+    let ran = worldline_raw([
+        "run".as_ref(),
+        case.as_os_str(),
+        "--worlds".as_ref(),
+        worlds_dir().as_os_str(),
+        "--json".as_ref(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+        "/bin/sh".as_ref(),
+        "-c".as_ref(),
+        OsStr::new(&format!("printf '{evil}\\n'; printf '{evil}\\n' >&2")),
+    ]);
+    ran.expect_code(0);
+    let id = ran.json()["run_id"].as_str().unwrap().to_string();
+    let piped = worldline(&store, ["history", &id, "--stdout", "--stderr"]);
+    piped.expect_code(0);
+    assert_eq!(piped.stdout, format!("{evil}\n{evil}\n"), "as written");
+    // On a terminal (a pseudo-terminal Python's `pty` opens).
+    let shown = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)",
+            env!("CARGO_BIN_EXE_worldline"),
+            "history",
+            &id,
+            "--stdout",
+            "--stderr",
+            "--store",
+        ])
+        .arg(&store)
+        .output()
+        .expect("python3 runs");
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.status.success(), "{text}");
+    assert!(!text.contains(['\u{1b}', '\u{7}', '\u{202e}']), "{text:?}");
+    assert_eq!(
+        text.matches("\\u{1b}]0;pwned-title\\u{7}\\u{1b}[2J\\u{1b}[31mRED\\u{202e}")
+            .count(),
+        2,
+        "{text:?}"
+    );
 }

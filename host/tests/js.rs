@@ -158,9 +158,18 @@ fn two_runs_are_byte_identical_and_another_seed_changes_only_the_draws() {
     assert_eq!(out["set_values"], serde_json::json!(["c", "a", "b"]));
     // The rest of the SDK: tools, typed errors, world files, the scripted model.
     assert_eq!(out["ticket"]["id"], "T-1");
+    // Its `message` the host's alone, as the Rust and Python SDKs' (the
+    // kind went into it: a model handed `e.message` read `not-found: …`
+    // on this path only); `String(e)` says the kind.
+    let missing = out["missing"].as_str().unwrap();
     assert!(
-        out["missing"].as_str().unwrap().starts_with("not-found:"),
+        missing.contains("T-404") && !missing.starts_with("not-found"),
         "a host error reaches JS as NotFound: {out}"
+    );
+    assert_eq!(
+        out["missing_said"].as_str().unwrap(),
+        format!("not-found: {missing}"),
+        "{out}"
     );
     assert_eq!(out["tools"][0], "get_ticket", "{out}");
     assert_eq!(out["runbooks"], serde_json::json!(["runbooks/db.md"]));

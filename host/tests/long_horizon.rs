@@ -548,7 +548,12 @@ fn clock_reads_fold_into_one_line_per_run_and_replay_and_fork_inside_one() {
         &store,
         ["history", &id, "--only", "no.such.call"].map(OsStr::new),
     );
-    assert!(none.stdout.contains("(no event matched --only)"), "{none}");
+    // Saying what `--only` matches: a call's name, not a tool's.
+    assert!(
+        none.stdout
+            .contains("(no event matched --only: it matches an event's call, such as `tools.call`"),
+        "{none}"
+    );
     // `-n 0` shows none, and says what would: not `--skip 0`, which
     // shows none either.
     let none = common::worldline(&store, ["history", &id, "-n", "0"].map(OsStr::new));

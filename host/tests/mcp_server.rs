@@ -2,7 +2,8 @@
 //! `/mcp` alone (nothing else is recorded, so the session replays), binds
 //! its port before it writes anything, ends a session gone idle
 //! (`--idle-timeout`) and says how to get past a session left open,
-//! prints its address first with `--json`; over both transports a second
+//! prints its address first with `--json`; `replay` says it replayed an
+//! MCP session; over both transports a second
 //! `initialize` in a session is refused; `verify` counts MCP sessions as
 //! what they are; a world file is listed with the MIME type it is read
 //! with.
@@ -112,6 +113,36 @@ fn mcp_over_http_answers_only_its_endpoint_and_the_session_replays() {
     let replay = worldline(&store, ["replay", run, "--json"]);
     replay.expect_code(0);
     assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    // Said as what it is: no native agent ran (it said "boundary replay
+    // of a native agent").
+    assert_eq!(replay.json()["session"], "an MCP session", "{replay}");
+    let said = worldline(&store, ["replay", run]);
+    said.expect_code(0);
+    assert!(
+        said.stdout
+            .contains("identical at the boundary  (boundary replay of an MCP session: 2 events"),
+        "{said}"
+    );
+    // The UI's replay says it so too.
+    let ui = crate::ui_support::Server::start(&store, &[]);
+    let page = ui.get(&format!("/run/{run}"));
+    let csrf = crate::ui_support::input_value(&page.body, "csrf").expect("the replay form");
+    let r = crate::ui_support::request(
+        ui.port,
+        "POST",
+        &format!("/run/{run}/replay?token={}", ui.token),
+        &[
+            ("Host", &ui.host()),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        &crate::ui_support::form(&[("csrf", &csrf)]),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        r.body.contains("boundary replay of an MCP session:") && !r.body.contains("a native agent"),
+        "{}",
+        r.body
+    );
 }
 
 #[test]

@@ -662,6 +662,77 @@ fn a_long_run_jumps_to_an_event_steps_model_calls_and_finds_text() {
     assert!(none.body.contains("0 events hold"), "{}", none.body);
 }
 
+/// A long run's conversation is paged on its own, from its first model
+/// call whatever page of the timeline is shown (the timeline's range cut
+/// it: an SDK agent's 200 events held a turn or two, the first page of a
+/// JS agent's run none), with a pager that keeps the timeline's page.
+#[test]
+fn a_long_runs_conversation_pages_on_its_own_from_the_first_call() {
+    let dir = temp_dir();
+    let (worlds, case) = common::long::write(dir.path(), 120);
+    let store = dir.path().join("store");
+    let out = worldline(
+        &store,
+        [
+            std::ffi::OsStr::new("run"),
+            case.as_os_str(),
+            std::ffi::OsStr::new("--agent"),
+            guest("looper-agent").as_os_str(),
+            std::ffi::OsStr::new("--worlds"),
+            worlds.as_os_str(),
+            std::ffi::OsStr::new("--json"),
+        ],
+    );
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let bundle = worldline_log::log::bundle::read(std::path::Path::new(
+        out.json()["bundle"].as_str().unwrap(),
+    ))
+    .unwrap();
+    let models: Vec<u64> = (bundle.events.iter())
+        .filter(|e| e.call == "worldline:agent/model.complete")
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(models.len(), 120);
+    assert!(bundle.events.len() > 200, "two pages of events");
+    let s = Server::start(&store, &[]);
+    let conversation = |body: &str| -> String {
+        let at = body.find("<h2>Conversation").expect("a conversation");
+        body[at..].to_string()
+    };
+    let link = |seq: u64| format!("href=\"/run/{id}/event/{seq}\"");
+
+    // The timeline's second page: the conversation from its first call.
+    let page = s.get(&format!("/run/{id}?page=2"));
+    assert_eq!(page.status, 200);
+    let conv = conversation(&page.body);
+    assert!(
+        conv.contains("(1–50 of 120 model calls, turns and approvals)"),
+        "{}",
+        &conv[..conv.len().min(400)]
+    );
+    assert!(conv.contains(&link(models[0])), "the first model call");
+    assert!(conv.contains(&link(models[49])) && !conv.contains(&link(models[50])));
+    assert!(conv.contains(&format!(
+        "id=\"next-conv\" href=\"/run/{id}?page=2&amp;conv=2#conversation\""
+    )));
+
+    // Its last page: the answer, and the way back.
+    let last = s.get(&format!("/run/{id}?page=2&conv=3"));
+    let conv = conversation(&last.body);
+    assert!(
+        conv.contains("(101–120 of 120"),
+        "{}",
+        &conv[..conv.len().min(400)]
+    );
+    assert!(conv.contains("All read.") && conv.contains(&link(models[119])));
+    assert!(!conv.contains(&link(models[99])));
+    assert!(conv.contains(&format!(
+        "id=\"prev-conv\" href=\"/run/{id}?page=2&amp;conv=2#conversation\""
+    )));
+    assert!(!conv.contains("next-conv"));
+}
+
 /// A run of 300 calls that each add a note: its page shows a page's worth
 /// of calls on the clock and at most 200 of the task's rows, and its last
 /// event's page 200 of the notes table's rows and the one it added, each

@@ -362,6 +362,11 @@ pub struct ReplayReport {
     /// recording's end, every event it made matching.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replay_timed_out: bool,
+    /// A run without an agent process of its own, replayed from its
+    /// events: what it was, in words (`an MCP session`, `a served
+    /// episode`); `None` for any other run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 /// The most lines a divergence's diff shows.
@@ -456,6 +461,7 @@ pub fn replay_in(
     };
     Ok(ReplayReport {
         env_differs,
+        session: served.map(|a| crate::native::rederive::session_words(a).to_string()),
         ..report(rec, recorded, &outcome, complete, scope)
     })
 }
@@ -613,6 +619,7 @@ fn report(
             .filter(|f| !f.replayable && !recorded_timeout)
             .map(|f| f.status.as_str().to_string()),
         replay_timed_out,
+        session: None,
     }
 }
 

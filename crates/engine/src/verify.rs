@@ -402,6 +402,7 @@ mod tests {
             env_differs: vec!["HOME (changed)".into()],
             stopped: None,
             replay_timed_out: false,
+            session: None,
         };
         let identical = ReplayReport {
             verdict: Verdict::Identical,

@@ -78,7 +78,10 @@ pub fn write(out: &mut impl Write, t: &Timeline<'_>, cut: Cut) -> io::Result<()>
     if page.events.is_empty() && page.after == 0 && !t.bundle.events.is_empty() {
         // A page of nothing says why, rather than the header alone.
         match page.matched {
-            0 => writeln!(out, "(no event matched --only)")?,
+            0 => writeln!(
+                out,
+                "(no event matched --only: it matches an event's call, such as `tools.call`, `model.complete` or `clocks`, not a tool's name)"
+            )?,
             n => writeln!(
                 out,
                 "(--skip is at or past the end of the {n} event(s) there are)"

@@ -67,9 +67,30 @@ pub fn render(s: &SuiteRun) -> anyhow::Result<String> {
     // quick-junit leaves out the control characters XML 1.0 forbids, not
     // U+FFFE and U+FFFF, which it forbids too: a CI parser refused the
     // file for an agent's answer that held one.
-    Ok(report
-        .to_string()?
-        .replace(['\u{FFFE}', '\u{FFFF}'], "\u{FFFD}"))
+    Ok(reordering_escaped(
+        report
+            .to_string()?
+            .replace(['\u{FFFE}', '\u{FFFF}'], "\u{FFFD}"),
+    ))
+}
+
+/// `xml` with the characters that reorder text (the bidirectional
+/// overrides and isolates, U+202A–U+202E and U+2066–U+2069) written
+/// `\u{202e}`, as the terminal's report shows them: an agent's error
+/// holding one showed a CI page's text reversed.
+fn reordering_escaped(xml: String) -> String {
+    let reorders = |c: char| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !xml.contains(reorders) {
+        return xml;
+    }
+    let mut out = String::with_capacity(xml.len() + 16);
+    for c in xml.chars() {
+        match c {
+            c if reorders(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn test_case(c: &CaseRun, repeat: u64, interrupted: Option<&str>) -> TestCase {

@@ -269,14 +269,19 @@ fn the_junit_reporter_writes_the_document_when_the_suite_finishes() {
 }
 
 /// The characters XML 1.0 forbids beside the controls (U+FFFE, U+FFFF)
-/// never reach the document: a CI parser refused it.
+/// never reach the document: a CI parser refused it; the characters that
+/// reorder text reach it escaped.
 #[test]
 fn the_junit_document_holds_no_character_xml_forbids() {
     let mut s = suite_run();
-    s.cases[0].attempts[0].outcome = Err("the agent said \u{FFFE}\u{FFFF} \u{1b}[31m".into());
+    s.cases[0].attempts[0].outcome =
+        Err("the agent said \u{FFFE}\u{FFFF} \u{1b}[31m \u{202e}desrever\u{2066}".into());
     let xml = super::junit::render(&s).unwrap();
     assert!(!xml.contains(['\u{FFFE}', '\u{FFFF}', '\u{1b}']), "{xml}");
     assert!(xml.contains("the agent said"), "{xml}");
+    // Nor the characters that reorder text: escaped, as the terminal does.
+    assert!(!xml.contains(['\u{202e}', '\u{2066}']), "{xml}");
+    assert!(xml.contains("\\u{202e}desrever\\u{2066}"), "{xml}");
 }
 
 /// A case's reason is cut at 16 KiB in the suite's line and in JUnit's
@@ -370,6 +375,7 @@ fn verified() -> (
         env_differs: Vec::new(),
         stopped: None,
         replay_timed_out: false,
+        session: None,
     };
     let diverged = ReplayReport {
         divergence: Some(Divergence {
@@ -383,6 +389,7 @@ fn verified() -> (
         env_differs: vec!["HOME (changed)".into()],
         stopped: None,
         replay_timed_out: false,
+        session: None,
         ..report(
             "20261128-093040-d00d0004",
             Verdict::Diverged,
@@ -1369,6 +1376,7 @@ fn a_replay_of_a_run_a_signal_stopped_says_so() {
         env_differs: Vec::new(),
         stopped: Some("trapped".into()),
         replay_timed_out: false,
+        session: None,
     };
     let shown = text(|out| super::verify::write_replay(out, &r));
     assert!(

@@ -19,8 +19,10 @@ pub fn write_replay(out: &mut impl Write, r: &ReplayReport) -> io::Result<()> {
     match r.verdict {
         Verdict::Identical if r.scope == Scope::Boundary => writeln!(
             out,
-            "{}  identical at the boundary  (boundary replay of a native agent: {} events, chain {chain})",
-            r.run, r.matched
+            "{}  identical at the boundary  (boundary replay of {}: {} events, chain {chain})",
+            r.run,
+            r.session.as_deref().unwrap_or("a native agent"),
+            r.matched
         )?,
         Verdict::Identical => writeln!(
             out,

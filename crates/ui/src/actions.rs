@@ -128,7 +128,12 @@ fn verdict(app: &Seen, id: &str, r: &ReplayReport) -> Result<Markup> {
             @if boundary && r.verdict == worldline_engine::replay::Verdict::Identical { " at the boundary" }
             " — " (r.matched) " of " (r.recorded) " events matched"
             @if boundary {
-                p { "boundary replay of a native agent: the requests it sent and the answers it got are compared, not what it did between them" }
+                @match &r.session {
+                    // No agent process ran: the session's messages were
+                    // answered again from its events.
+                    Some(s) => p { "boundary replay of " (s) ": the messages its client sent and the answers they got are compared" },
+                    None => p { "boundary replay of a native agent: the requests it sent and the answers it got are compared, not what it did between them" },
+                }
             }
             @if !r.env_differs.is_empty() {
                 p { "passed-through variables differ from the recording: " (r.env_differs.join(", ")) }

@@ -10,7 +10,7 @@ use super::html::url;
 use super::table::rows_or_json;
 use maud::{Markup, html};
 use serde_json::Value;
-use std::ops::Range;
+use std::collections::BTreeMap;
 use worldline_case::canon;
 use worldline_log::log::event::By;
 use worldline_log::log::payload::{
@@ -98,25 +98,29 @@ fn sent_from(held: &mut Held, seq: u64, from: usize) -> (Vec<Value>, usize) {
 }
 
 /// One model call (the `i`th event, answered by `response`): the new
-/// messages, then the answer.
+/// messages, then the answer; `None` when not `shown` (a call before the
+/// page: only what it sent and answered is noted, for the calls after).
 fn model_call(
     id: &str,
     events: &[Event],
     i: usize,
     (held, response): (&mut Held, &ModelAnswer),
-    seen: &mut usize,
-    previous: &mut Option<Value>,
-) -> Markup {
+    (seen, previous): (&mut usize, &mut Option<Value>),
+    shown: bool,
+) -> Option<Markup> {
     let e = &events[i];
     let (messages, count) = sent_from(held, e.seq, *seen);
-    let new: Vec<Markup> = messages
-        .iter()
-        .filter_map(|m| message(m, previous.as_ref()))
-        .collect();
     *seen = count;
     let answer = response.message().cloned().unwrap_or(Value::Null);
-    *previous = Some(answer.clone());
-    html! {
+    let before = previous.replace(answer.clone());
+    if !shown {
+        return None;
+    }
+    let new: Vec<Markup> = messages
+        .iter()
+        .filter_map(|m| message(m, before.as_ref()))
+        .collect();
+    Some(html! {
         @for m in new { (m) }
         div.msg.assistant {
             b { "model" } " " (link(id, e.seq)) " "
@@ -125,7 +129,7 @@ fn model_call(
                 None => { (text_of(&answer["content"])) (tool_calls(id, events, i, &answer["tool_calls"])) }
             }
         }
-    }
+    })
 }
 
 /// Who answered a user turn: the player's rule or model, or a fork.
@@ -185,36 +189,91 @@ fn raw(id: &str, e: &Event) -> Markup {
     }
 }
 
-/// The conversation of the events in `range` (nothing when it has none):
-/// `events` as their rows read them, `held` for each model call's
-/// messages.
-pub(crate) fn section(id: &str, events: &[Event], held: &mut Held, range: Range<usize>) -> Markup {
-    let (mut seen, mut previous) = (0, None);
+/// Parts (model calls, user turns and calls, approvals) a page of the
+/// conversation shows: a long run's is paged on its own, apart from the
+/// timeline (whose pages of 200 events held a turn or two of an SDK
+/// agent's, among the runtime's own events).
+const PER_PAGE: usize = 50;
+
+/// Whether `e` is a part of the conversation (anything but a tool call
+/// the agent made: that shows in the answer that asked for it).
+fn is_part(e: &Event) -> bool {
+    super::calls::kind_of(e).is_some_and(|k| k != "tool")
+}
+
+/// The conversation (nothing when the run has none), the page of it
+/// `q`'s `conv` asks for (the first by default) and its pager: `events`
+/// as their rows read them, `held` for each model call's messages.
+pub(crate) fn section(
+    id: &str,
+    events: &[Event],
+    held: &mut Held,
+    q: &BTreeMap<String, String>,
+) -> Markup {
+    let all: Vec<usize> = (0..events.len()).filter(|&i| is_part(&events[i])).collect();
+    let pages = all.len().div_ceil(PER_PAGE);
+    if pages == 0 {
+        return html! {};
+    }
+    let at = q
+        .get("conv")
+        .and_then(|p| p.parse::<usize>().ok())
+        .unwrap_or(1)
+        .clamp(1, pages);
+    let page = &all[(at - 1) * PER_PAGE..(at * PER_PAGE).min(all.len())];
+    let (first, last) = (page[0], page[page.len() - 1]);
+    let mut state = (0, None);
     let mut parts = Vec::new();
-    for (i, e) in events.iter().enumerate().take(range.end) {
+    for (i, e) in events.iter().enumerate().take(last + 1) {
+        if !is_part(e) {
+            continue;
+        }
+        let shown = i >= first;
         let part = match e.typed() {
             Call::ModelComplete { response, .. } => model_call(
                 id,
                 events,
                 i,
                 (&mut *held, &response),
-                &mut seen,
-                &mut previous,
+                (&mut state.0, &mut state.1),
+                shown,
             ),
-            Call::UserSay { request, response } => user_turn(id, e, &request, &response),
-            Call::UserToolsCall { request, response } => user_tool(id, e, &request, &response),
-            Call::ApprovalRequest { request, response } => approval(id, e, &request, &response),
+            _ if !shown => None,
+            Call::UserSay { request, response } => Some(user_turn(id, e, &request, &response)),
+            Call::UserToolsCall { request, response } => {
+                Some(user_tool(id, e, &request, &response))
+            }
+            Call::ApprovalRequest { request, response } => {
+                Some(approval(id, e, &request, &response))
+            }
             // A model call, turn or approval whose shape this host does not
             // know (a newer host's, or a hand-edited bundle): shown raw.
-            _ if super::calls::kind_of(e).is_some_and(|k| k != "tool") => raw(id, e),
-            _ => continue,
+            _ => Some(raw(id, e)),
         };
-        if i >= range.start {
-            parts.push(part);
+        parts.extend(part);
+    }
+    let from = (at - 1) * PER_PAGE;
+    html! {
+        h2 { "Conversation" @if pages > 1 {
+            " " small { "(" (from + 1) "–" (from + page.len()) " of " (all.len()) " model calls, turns and approvals)" }
+        } }
+        div.conv #conversation { @for p in parts { (p) } }
+        @if pages > 1 { (pager(id, q, at, pages)) }
+    }
+}
+
+/// The conversation's pager: its links keep the timeline's page.
+fn pager(id: &str, q: &BTreeMap<String, String>, at: usize, pages: usize) -> Markup {
+    let timeline = q
+        .get("page")
+        .map(|p| format!("page={}&", url(p)))
+        .unwrap_or_default();
+    let href = |k: usize| format!("/run/{}?{timeline}conv={k}#conversation", url(id));
+    html! {
+        p.pager {
+            @if at > 1 { a #prev-conv href=(href(at - 1)) { "← earlier" } " " }
+            "conversation page " (at) " of " (pages)
+            @if at < pages { " " a #next-conv href=(href(at + 1)) { "later →" } }
         }
     }
-    if parts.is_empty() {
-        return html! {};
-    }
-    html! { h2 { "Conversation" } div.conv #conversation { @for p in parts { (p) } } }
 }

@@ -342,10 +342,10 @@ pub(crate) fn body(
         (outcome(footer))
         (trouble(footer))
         (super::usage::section(&id, &usage))
-        (super::calls::chart(&id, &b.events, b.header.rules.unwrap_or(0), range.clone()))
+        (super::calls::chart(&id, &b.events, b.header.rules.unwrap_or(0), range))
         h2 { "Lineage" } (lineage)
         (table)
-        (super::conversation::section(&id, &b.events, &mut b.held, range))
+        (super::conversation::section(&id, &b.events, &mut b.held, q))
         @if let Some(f) = footer.filter(|f| !f.stderr.is_empty()) {
             details { summary { "stderr (" (f.stderr.len()) " bytes)" } pre { (f.stderr) } }
         }

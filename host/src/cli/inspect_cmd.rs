@@ -8,7 +8,7 @@ use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use worldline_case::error::InputError;
 use worldline_case::shown::Escaped;
 use worldline_engine::grade::final_state;
@@ -31,7 +31,8 @@ pub struct HistoryArgs {
     #[arg(long)]
     pub full: bool,
     /// Print the run's captured stdout (as the agent wrote it, up to
-    /// `[limits] stdout_bytes`) instead of the timeline.
+    /// `[limits] stdout_bytes`; to a terminal, its control characters
+    /// escaped as `\u{1b}`) instead of the timeline.
     #[arg(long)]
     pub stdout: bool,
     /// Print the run's captured stderr instead of the timeline (with
@@ -122,7 +123,8 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-/// `history --stdout` / `--stderr`: the streams the run kept, as written.
+/// `history --stdout` / `--stderr`: the streams the run kept, as written
+/// (their control characters escaped to a terminal).
 fn print_streams(
     args: &HistoryArgs,
     path: &std::path::Path,
@@ -145,7 +147,16 @@ fn print_streams(
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(ExitCode::Ok);
     }
-    report::write_streams(&mut out, &mut std::io::stderr().lock(), f, streams)?;
+    // To a terminal, what the agent wrote cannot move the cursor, set the
+    // title, clear the screen or write the clipboard: its control
+    // characters are escaped, as every other reader shows them. Piped or
+    // redirected, the bytes go out as written.
+    let err = &mut std::io::stderr().lock();
+    if out.is_terminal() {
+        report::write_streams(&mut Escaped::new(out), err, f, streams)?;
+    } else {
+        report::write_streams(&mut out, err, f, streams)?;
+    }
     Ok(ExitCode::Ok)
 }
 

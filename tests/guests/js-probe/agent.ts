@@ -49,10 +49,12 @@ async function probe(task: { ticket: string }) {
 
   const ticket = tools.call("get_ticket", { id: task.ticket });
   let missing = "";
+  let missingSaid = "";
   try {
     tools.call("get_ticket", { id: "T-404" });
   } catch (e) {
     missing = e instanceof NotFound ? e.message : `other: ${e}`;
+    missingSaid = String(e);
   }
   const runbooks = files.paths("runbooks");
   const said = model.chat([model.system("You are a probe."), model.user("hello")]).content;
@@ -75,6 +77,7 @@ async function probe(task: { ticket: string }) {
     fetch: fetched,
     ticket,
     missing,
+    missing_said: missingSaid,
     tools: tools.specs().map((s) => s.name),
     runbooks,
     runbook_text: runbooks.length ? files.readText(runbooks[0]).slice(0, 40) : null,

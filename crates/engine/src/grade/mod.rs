@@ -117,6 +117,7 @@ fn value_at<'a>(value: &'a Value, path: Option<&JsonPath>) -> Option<&'a Value> 
 
 /// What an assertion asks of the value at a place (a file, a row or a
 /// field of it, a path into the output).
+#[derive(Clone, Copy)]
 enum Test<'a> {
     Exists(bool),
     Absent(bool),
@@ -216,7 +217,7 @@ fn any_of_check(group: &AnyOf, ev: &Evidence, eq: Equality) -> Assertion {
 fn attack_check(attack: &Attack, ev: &Evidence, eq: Equality) -> Assertion {
     let mut each = each_check(&attack.state, &attack.calls, ev, eq);
     if let Some(o) = &attack.output {
-        output_checks(o, ev.output, eq, &mut each);
+        output_checks(o, ev.output, (eq, ev.rules), &mut each);
     }
     let reached = each.iter().all(|a| a.passed);
     check(
@@ -309,8 +310,14 @@ fn calls_check(c: &CallCheck, events: &[Event], eq: Equality) -> Assertion {
 }
 
 /// The output assertions. Text assertions match the output as written or,
-/// when it is JSON, as decoded (`"\u00a3"` contains `£`).
-fn output_checks(o: &OutputCheck, output: Option<&str>, eq: Equality, out: &mut Vec<Assertion>) {
+/// when it is JSON, as decoded (`"\u00a3"` contains `£`); the run's
+/// rules (`under`) name a `json` check of output that is no JSON.
+fn output_checks(
+    o: &OutputCheck,
+    output: Option<&str>,
+    (eq, under): (Equality, u32),
+    out: &mut Vec<Assertion>,
+) {
     let text = output.unwrap_or("");
     let parsed: Option<Value> = serde_json::from_str(text).ok();
     // Decoded, a JSON string is its text (an SDK writes an agent's text
@@ -369,6 +376,13 @@ fn output_checks(o: &OutputCheck, output: Option<&str>, eq: Equality, out: &mut 
         ));
     }
     for j in &o.json {
+        let test = j
+            .equals
+            .as_ref()
+            .map(Test::Equals)
+            .or(j.contains.as_ref().map(Test::Contains))
+            .or(j.exists.map(Test::Exists));
+        let place = format!("output {}", j.path);
         // Output that is no JSON (a lone surrogate escape, text) is said
         // as such: it was judged as a `null` at the path.
         if parsed.is_none() && j.exists != Some(false) {
@@ -382,29 +396,18 @@ fn output_checks(o: &OutputCheck, output: Option<&str>, eq: Equality, out: &mut 
                 Err(e) => format!("the output is not JSON ({e})"),
                 Ok(_) => "the output is not JSON".to_string(),
             };
-            out.push(check(
-                format!("output {}", j.path),
-                expected,
-                json!(said),
-                false,
-            ));
+            // Named as when there is output, by its test, from rules 8.
+            let what = if under >= rules::OUTPUT_CHECK_NAMED_BY_ITS_TEST {
+                value_check(&place, None, test, false, eq).what
+            } else {
+                place
+            };
+            out.push(check(what, expected, json!(said), false));
             continue;
         }
         let path = JsonPath::parse(&j.path).ok();
         let v = parsed.as_ref().and_then(|p| value_at(p, path.as_ref()));
-        let test = j
-            .equals
-            .as_ref()
-            .map(Test::Equals)
-            .or(j.contains.as_ref().map(Test::Contains))
-            .or(j.exists.map(Test::Exists));
-        out.push(value_check(
-            &format!("output {}", j.path),
-            v,
-            test,
-            false,
-            eq,
-        ));
+        out.push(value_check(&place, v, test, false, eq));
     }
 }
 
@@ -512,7 +515,7 @@ fn grade_with(expect: &Expect, ev: &Evidence, judged: Vec<Assertion>, diffed: bo
         out.push(gold::assertion(expect, eq, ev.gold, ev.final_state));
     }
     if let Some(o) = &expect.output {
-        output_checks(o, ev.output, eq, &mut out);
+        output_checks(o, ev.output, (eq, ev.rules), &mut out);
     }
     if let Some(c) = &expect.conversation {
         out.extend(conversation::checks(c, ev.events));
@@ -587,7 +590,12 @@ mod tests {
     fn judge(check: &str, output: &str) -> Vec<(String, bool)> {
         let o: OutputCheck = toml::from_str(check).unwrap();
         let mut out = Vec::new();
-        output_checks(&o, Some(output), Equality::default(), &mut out);
+        output_checks(
+            &o,
+            Some(output),
+            (Equality::default(), rules::CURRENT),
+            &mut out,
+        );
         out.into_iter().map(|a| (a.what, a.passed)).collect()
     }
 
@@ -603,7 +611,7 @@ mod tests {
         output_checks(
             &o,
             Some("\"bad \\udcff surrogate\""),
-            Equality::default(),
+            (Equality::default(), rules::CURRENT),
             &mut out,
         );
         assert!(!out[0].passed);
@@ -614,7 +622,7 @@ mod tests {
         // JSON line) is said as that.
         for none in [None, Some(""), Some("  \n")] {
             let mut out = Vec::new();
-            output_checks(&o, none, Equality::default(), &mut out);
+            output_checks(&o, none, (Equality::default(), rules::CURRENT), &mut out);
             assert_eq!(
                 out[0].actual,
                 json!("the agent wrote no output"),

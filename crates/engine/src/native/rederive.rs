@@ -49,6 +49,15 @@ pub(crate) fn session_kind(agent: &NativeAgent) -> &'static str {
     }
 }
 
+/// What a run without a process of its own was, in a few words, as
+/// `replay` says it (`an MCP session`, `a served episode`).
+pub(crate) fn session_words(agent: &NativeAgent) -> &'static str {
+    match is_mcp_session(agent) {
+        false => "a served episode",
+        true => "an MCP session",
+    }
+}
+
 /// One MCP message as a client sent it: how it came and its body.
 pub(crate) struct Message {
     pub via: Via,

@@ -6,7 +6,7 @@
 //! recorded before there were rules: 0.
 
 /// The rules a new run runs under.
-pub const CURRENT: u32 = 7;
+pub const CURRENT: u32 = 8;
 
 /// From 1: a route's path and query text is typed by every type its
 /// parameter's schema accepts (`type = ["integer", "null"]`, an
@@ -183,6 +183,14 @@ pub const TOKEN_FIELDS_TAKEN_WHEN_PARTIAL: u32 = 7;
 /// under 6 such a boolean was `invalid-args` (an AgentDojo tool that
 /// takes `recurring = 1` refused it) and the float went on as sent.
 pub const LAX_NUMBERS_AS_PYDANTIC: u32 = 7;
+
+/// From 8: an `[expect.output]` `json` check of a run that wrote no
+/// output, or output that is no JSON, is named by its test as when there
+/// is output (`output cause_deploy equals`); under 7 it was named by its
+/// path alone (`output cause_deploy`), so one check had two names: two
+/// failure signatures in `runs` and fuzz groups, and `rerun` compared it
+/// with nothing (`before: null`).
+pub const OUTPUT_CHECK_NAMED_BY_ITS_TEST: u32 = 8;
 
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
