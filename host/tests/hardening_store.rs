@@ -136,6 +136,39 @@ fn gc_beside_a_running_suite_removes_nothing_it_uses_and_never_fails() {
     assert!(passes[0].json()["runs"]["count"].as_u64().unwrap() >= 4);
 }
 
+/// `verify` fixes its list of runs as it starts and holds them all: a gc
+/// pass beside it removed the runs not yet replayed, which it then counted
+/// unreadable, as drift, and it exited 1.
+#[test]
+fn gc_beside_verify_removes_none_of_the_runs_it_checks() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    demo_suite(&demo_cases(dir.path()), &store, "20");
+    let runs = bundles(&store);
+    let mut verify = worldline_spawn(&store, ["verify", "--jobs", "1", "--json"]);
+    // Its lease is written once it holds a run.
+    let leases = store.join("leases");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_dir(&leases).is_ok_and(|rd| {
+        rd.filter_map(Result::ok)
+            .any(|e| e.metadata().is_ok_and(|m| m.len() > 0))
+    }) {
+        assert!(std::time::Instant::now() < deadline, "verify held no run");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let gc = worldline(&store, ["gc", "--keep-passed", "0", "--json"]);
+    gc.expect_code(0);
+    assert!(
+        verify.try_wait().unwrap().is_none(),
+        "verify was still checking when gc ended (more runs would make it so)"
+    );
+    assert_eq!(gc.json()["runs"]["count"], 0, "{gc}");
+    let verify = common::CliOutput::of(verify.wait_with_output().unwrap());
+    assert_eq!(verify.json()["unreadable"], 0, "{verify}");
+    assert_eq!(verify.json()["replayed"], runs, "{verify}");
+    verify.expect_code(0);
+}
+
 /// A store holding one passing run of the demo case, and that run
 /// exported: (the folder, the store, the run id, the export file).
 fn exported_run() -> (
