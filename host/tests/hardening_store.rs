@@ -1365,6 +1365,33 @@ fn a_read_only_store_is_read_and_a_command_that_writes_is_refused() {
     assert_eq!(tree_of(&store), before, "the read-only store changed");
 }
 
+/// A read-only copy of a store's `runs/` and `objects/` alone, without
+/// the `cache/` a store's first command makes, is read as the whole store
+/// is: every reader refused it ("cannot be used as a store (…/cache:
+/// Permission denied)").
+#[test]
+fn a_read_only_store_without_its_cache_folder_is_read() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    demo_suite(&demo_cases(dir.path()), &store, "1");
+    let id = a_run_of(&store);
+    std::fs::remove_dir_all(store.join("cache")).unwrap();
+    let before = tree_of(&store);
+    let _ro = ReadOnly::make(&store);
+    let runs = worldline(&store, ["runs", "--json"]);
+    runs.expect_code(0);
+    assert_eq!(runs.json().as_array().unwrap().len(), 4, "{runs}");
+    for args in [
+        vec!["history", id.as_str()],
+        vec!["show", id.as_str(), "--at", "1"],
+        vec!["verify"],
+    ] {
+        worldline(&store, &args).expect_code(0);
+    }
+    drop(_ro);
+    assert_eq!(tree_of(&store), before, "the read-only store changed");
+}
+
 /// Every file under `dir` with its size and modification time.
 fn tree_of(dir: &Path) -> Vec<(String, u64, std::time::SystemTime)> {
     let mut all = Vec::new();

@@ -251,15 +251,23 @@ impl StoreDir {
         }
         for sub in ["runs", "objects", "cache"] {
             let dir = root.join(sub);
-            std::fs::create_dir_all(&dir).map_err(|e| {
-                worldline_case::error::InputError::new(
-                    root,
-                    format!(
-                        "cannot be used as a store ({}: {e}); pass --store with a folder you can write",
-                        dir.display()
-                    ),
-                )
-            })?;
+            match std::fs::create_dir_all(&dir) {
+                Ok(()) => {}
+                // A store this process cannot write is read all the same,
+                // whichever of its other folders it lacks (a copy of its
+                // runs and objects was refused for want of `cache/`).
+                Err(e) if sub != "runs" && root.join("runs").is_dir() && is_refused(&e) => {}
+                Err(e) => {
+                    return Err(worldline_case::error::InputError::new(
+                        root,
+                        format!(
+                            "cannot be used as a store ({}: {e}); pass --store with a folder you can write",
+                            dir.display()
+                        ),
+                    )
+                    .into());
+                }
+            }
         }
         Ok(StoreDir {
             root: root.to_path_buf(),
@@ -990,6 +998,15 @@ impl StoreDir {
              name is none; worldline did not write it (move it out of the store's runs/)",
         ))
     }
+}
+
+/// Whether `e` is a write refused for want of rights or on a read-only
+/// mount.
+fn is_refused(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+    )
 }
 
 /// A database store's error as an input error, named by the server it
