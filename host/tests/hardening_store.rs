@@ -1621,47 +1621,16 @@ fn a_store_on_a_full_disk_is_read_and_collected() {
     let store = dir.path().join("store");
     let cases = demo_cases(dir.path());
     demo_suite(&cases, &store, "1");
-    let mnt = dir.path().join("small");
-    std::fs::create_dir(&mnt).unwrap();
-    let base = common::cli();
-    let mut cmd = std::process::Command::new("unshare");
-    cmd.args(["--mount", "--propagation", "private", "sh", "-c"]);
-    cmd.arg(
-        r#"mount -t tmpfs -o size=4M tmpfs "$M" || exit 90
-cp -r "$SRC" "$M/st" || exit 91
-rm -f "$M"/st/index.sqlite*
+    let (out, said) = in_a_small_tmpfs(
+        dir.path(),
+        &store,
+        &[],
+        r#"rm -f "$M"/st/index.sqlite*
 dd if=/dev/zero of="$M/fill" bs=4096 2>/dev/null
 for c in "runs" "index --rebuild" "index --check" "gc --keep-passed 0" "runs"; do
   echo "=== $c"; "$W" $c --store "$M/st" --json; echo "=== exit $?"
 done"#,
     );
-    for (k, v) in base.get_envs() {
-        if let Some(v) = v {
-            cmd.env(k, v);
-        }
-    }
-    cmd.env("W", base.get_program())
-        .env("M", &mnt)
-        .env("SRC", &store)
-        .current_dir(dir.path());
-    let out = common::CliOutput::of(cmd.output().expect("starting unshare"));
-    assert!(
-        out.stdout.contains("=== runs"),
-        "the test mounts a tmpfs, which needs root (tests/run runs as root): {out}"
-    );
-    // Each command's name, exit code and output, as the script marks them.
-    let mut said: Vec<(String, i32, String)> = Vec::new();
-    for line in out.stdout.lines() {
-        match (line.strip_prefix("=== exit "), line.strip_prefix("=== ")) {
-            (Some(code), _) => said.last_mut().unwrap().1 = code.parse().unwrap(),
-            (None, Some(cmd)) => said.push((cmd.to_string(), -1, String::new())),
-            (None, None) => {
-                let text = &mut said.last_mut().unwrap().2;
-                text.push_str(line);
-                text.push('\n');
-            }
-        }
-    }
     let codes: Vec<(&str, i32)> = said
         .iter()
         .map(|(c, code, _)| (c.as_str(), *code))
@@ -1687,6 +1656,91 @@ done"#,
     assert!(said[1].2.contains("cannot write into the store"), "{out}");
     assert!(said[1].2.contains("free some space"), "{out}");
     assert_eq!(listed(&said[4].2), 0, "{out}");
+}
+
+/// `script` (sh) run with a copy of `store` at `$M/st` on a 4 MB tmpfs
+/// mounted at `$M` (in a mount namespace of its own, gone with it),
+/// `worldline` as `$W` and `env` set, in `dir`; its output, and each
+/// command it marks (`=== NAME` before, `=== exit $?` after) with its
+/// exit code and output.
+#[allow(clippy::type_complexity)]
+fn in_a_small_tmpfs(
+    dir: &Path,
+    store: &Path,
+    env: &[(&str, &str)],
+    script: &str,
+) -> (common::CliOutput, Vec<(String, i32, String)>) {
+    let mnt = dir.join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let base = common::cli();
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c"]);
+    cmd.arg(format!(
+        "mount -t tmpfs -o size=4M tmpfs \"$M\" || exit 90\n\
+         cp -r \"$SRC\" \"$M/st\" || exit 91\n\
+         echo '=== mounted'\n{script}"
+    ));
+    for (k, v) in base.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    cmd.env("W", base.get_program())
+        .env("M", &mnt)
+        .env("SRC", store)
+        .envs(env.iter().copied())
+        .current_dir(dir);
+    let out = common::CliOutput::of(cmd.output().expect("starting unshare"));
+    assert!(
+        out.stdout.contains("=== mounted"),
+        "the test mounts a tmpfs, which needs root (tests/run runs as root): {out}"
+    );
+    let mut said: Vec<(String, i32, String)> = Vec::new();
+    for line in out
+        .stdout
+        .lines()
+        .skip_while(|l| *l != "=== mounted")
+        .skip(1)
+    {
+        match (line.strip_prefix("=== exit "), line.strip_prefix("=== ")) {
+            (Some(code), _) => said.last_mut().unwrap().1 = code.parse().unwrap(),
+            (None, Some(cmd)) => said.push((cmd.to_string(), -1, String::new())),
+            (None, None) => {
+                let text = &mut said.last_mut().unwrap().2;
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+    }
+    (out, said)
+}
+
+/// `pin` on a full disk is exit 2 saying to free some space, and a pinned
+/// run keeps its note: the pin was truncated and written in place (its
+/// old note lost to a cut-off new one) and the error exit 4.
+#[test]
+fn a_pin_on_a_full_disk_keeps_the_note_it_had() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    demo_suite(&demo_cases(dir.path()), &store, "1");
+    let id = a_run_of(&store);
+    let long = "y".repeat(6000);
+    let (out, said) = in_a_small_tmpfs(
+        dir.path(),
+        &store,
+        &[("ID", id.as_str()), ("LONG", long.as_str())],
+        r#"echo "=== pin"; "$W" pin "$ID" --note first --store "$M/st"; echo "=== exit $?"
+dd if=/dev/zero of="$M/fill" bs=4096 2>/dev/null
+echo "=== pin again"; "$W" pin "$ID" --note "$LONG" --store "$M/st" 2>&1; echo "=== exit $?"
+echo "=== note"; cat "$M/st/pins/$ID"; echo; echo "=== exit $?""#,
+    );
+    let codes: Vec<(&str, i32)> = said
+        .iter()
+        .map(|(c, code, _)| (c.as_str(), *code))
+        .collect();
+    assert_eq!(codes, [("pin", 0), ("pin again", 2), ("note", 0)], "{out}");
+    assert!(said[1].2.contains("free some space"), "{out}");
+    assert_eq!(said[2].2.trim(), "first", "{out}");
 }
 
 /// `verify` of an export, or of a case, named as a run is exit 2 saying
