@@ -897,6 +897,38 @@ mod cache_imports_and_disks {
         out.expect_code(2);
         assert!(out.stderr.contains("outside"), "{out}");
 
+        // Manifests no folder can hold: a file that is a folder too, a
+        // name longer than a filesystem takes. They were imported, and
+        // every reader then failed saying to free some space.
+        let file = b"a file";
+        let file_sha = sha256_hex(file);
+        let long = "n".repeat(300);
+        for (names, said) in [
+            (
+                ["files/readme.txt", "files/readme.txt/sub"],
+                "`files/readme.txt` is a file, and `files/readme.txt/sub` makes it a folder too",
+            ),
+            (
+                ["files/readme.txt", &format!("files/{long}")],
+                "is a name of 300 bytes; a file's name is at most 255",
+            ),
+        ] {
+            let manifest: std::collections::BTreeMap<&str, &str> =
+                names.iter().map(|n| (*n, file_sha.as_str())).collect();
+            let manifest = serde_json::to_vec(&manifest).unwrap();
+            let manifest_sha = sha256_hex(&manifest);
+            let mut odd = with_header(&doc, |h| h["world_hash"] = json!(manifest_sha));
+            odd["objects"][&manifest_sha] = json!(b64(&manifest));
+            odd["objects"][&file_sha] = json!(b64(file));
+            let (t, out) = import(&odd);
+            out.expect_code(2);
+            assert!(out.stderr.contains(said), "{out}");
+            assert!(
+                files_with_suffix(&t.path().join("store").join("runs"), ".jsonl").is_empty(),
+                "nothing was imported"
+            );
+        }
+
         // An agent that is not WebAssembly.
         let fake = b"#!/bin/sh\necho not an agent\n";
         let fake_sha = sha256_hex(fake);

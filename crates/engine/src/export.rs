@@ -501,12 +501,12 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
                 "object {world_hash} is not the world manifest the run names: {e}"
             ))
         })?;
-        for (rel, sha) in &manifest {
-            worldline_case::world::check_relative(rel).map_err(|m| {
-                bad(format!(
-                    "the world manifest names a file outside the world: {m}"
-                ))
-            })?;
+        worldline_case::world::check_manifest(&manifest).map_err(|m| {
+            bad(format!(
+                "the world manifest {world_hash} names files no folder can hold: {m}"
+            ))
+        })?;
+        for sha in manifest.values() {
             object(sha)?;
         }
     }
