@@ -1775,6 +1775,54 @@ echo "=== note"; cat "$M/st/pins/$ID"; echo; echo "=== exit $?""#,
     assert_eq!(said[2].2.trim(), "first", "{out}");
 }
 
+/// A folder named like a bundle in `runs/` is left in place, named, and
+/// the pass goes on to remove the rest: it stopped every pass with exit 4
+/// ("removing …: Is a directory"), and objects were never swept. What
+/// killed writers left in `objects/` and `worlds/` is swept (a half
+/// world stayed there for ever), and a removed run's re-grades go with it.
+#[test]
+fn gc_leaves_a_folder_named_like_a_bundle_and_goes_on() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    demo_suite(&demo_cases(dir.path()), &store, "1");
+    // A re-grade (`grade --rejudge`) of a run the pass removes.
+    let grades = store.join("grades").join(a_run_of(&store));
+    std::fs::create_dir_all(&grades).unwrap();
+    std::fs::write(grades.join("1.json"), "{}").unwrap();
+    let folder = store.join("runs").join("notes.jsonl");
+    std::fs::create_dir(&folder).unwrap();
+    // What writers killed long ago left (their process ids are gone).
+    let half_world = store
+        .join("worlds")
+        .join(format!("{}.tmp99999999-0", "ab".repeat(32)));
+    std::fs::create_dir_all(half_world.join("files")).unwrap();
+    let object = store
+        .join("objects")
+        .join(format!("{}.tmp99999998", "cd".repeat(32)));
+    std::fs::write(&object, b"torn").unwrap();
+    let all_runs = ["--keep-passed", "0", "--keep-incomplete", "0", "--json"];
+    for pass in 0..2 {
+        let mut args = vec!["gc"];
+        args.extend(all_runs);
+        let gc = worldline(&store, &args);
+        gc.expect_code(0);
+        assert!(
+            gc.stderr
+                .contains("notes.jsonl is a folder, not a run's bundle"),
+            "pass {pass}: {gc}"
+        );
+        let removed = gc.json()["runs"]["count"].as_u64().unwrap();
+        assert_eq!(removed, if pass == 0 { 4 } else { 0 }, "pass {pass}: {gc}");
+    }
+    assert!(folder.is_dir());
+    assert_eq!(bundles(&store), 1, "the folder alone is left");
+    assert!(
+        !half_world.exists() && !object.exists(),
+        "left by killed writers"
+    );
+    assert!(!grades.exists(), "the re-grades of a removed run");
+}
+
 /// `verify` of an export, or of a case, named as a run is exit 2 saying
 /// what the file is (an export was "incomplete", exit 0; a case counted
 /// as drift); a bundle cut off as it was created is still incomplete.
