@@ -1823,6 +1823,25 @@ fn gc_leaves_a_folder_named_like_a_bundle_and_goes_on() {
     assert!(!grades.exists(), "the re-grades of a removed run");
 }
 
+/// A link to nothing in `runs/` is a broken run whose row matches it:
+/// `index --check` called it stale for ever, even right after `index
+/// --rebuild`, and exited 1.
+#[test]
+fn index_check_finds_a_dangling_link_in_runs_consistent_after_a_rebuild() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    demo_suite(&demo_cases(dir.path()), &store, "1");
+    std::os::unix::fs::symlink(
+        dir.path().join("nowhere"),
+        store.join("runs").join("20261130-050000-dangling.jsonl"),
+    )
+    .unwrap();
+    worldline(&store, ["index", "--rebuild"]).expect_code(0);
+    let check = worldline(&store, ["index", "--check", "--json"]);
+    assert_eq!(check.json()["stale"], json!([]), "{check}");
+    check.expect_code(0);
+}
+
 /// `verify` of an export, or of a case, named as a run is exit 2 saying
 /// what the file is (an export was "incomplete", exit 0; a case counted
 /// as drift); a bundle cut off as it was created is still incomplete.
