@@ -1842,6 +1842,77 @@ fn index_check_finds_a_dangling_link_in_runs_consistent_after_a_rebuild() {
     check.expect_code(0);
 }
 
+/// `agent` with a custom section of `size` bytes of noise (which no
+/// compression shrinks) that the component ignores: an agent as large as
+/// a Python one.
+fn padded(agent: &Path, size: usize, to: &Path) {
+    let leb = |mut n: usize, out: &mut Vec<u8>| loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        out.push(if n == 0 { byte } else { byte | 0x80 });
+        if n == 0 {
+            break;
+        }
+    };
+    let mut content = Vec::with_capacity(size + 16);
+    leb(7, &mut content);
+    content.extend(b"padding");
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    content.extend((0..size).map(|_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x as u8
+    }));
+    let mut bytes = std::fs::read(agent).unwrap();
+    bytes.push(0);
+    leb(content.len(), &mut bytes);
+    bytes.extend(content);
+    std::fs::write(to, bytes).unwrap();
+}
+
+/// An import of a store reads the agent its runs share once: each run
+/// read it again from the store it was going into, decompressed and
+/// hashed (a 22 MB agent cost some 50 ms a run, 20,000 runs an hour).
+#[test]
+fn an_import_of_a_store_reads_the_agent_its_runs_share_once() {
+    let dir = temp_dir();
+    let agent = dir.path().join("padded.wasm");
+    padded(&guest("caller-agent"), 64 << 20, &agent);
+    let cases = demo_cases(dir.path());
+    let worlds = worlds_dir();
+    let record = |store: &Path, cases: &Path, repeat: &str| {
+        let args = [
+            "test",
+            s(cases),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+        ];
+        let mut args = args.to_vec();
+        args.extend(["--repeat", repeat]);
+        worldline(store, &args).expect_code(0);
+    };
+    let (one, many) = (dir.path().join("one"), dir.path().join("many"));
+    record(&one, &cases.join("c1.toml"), "1");
+    record(&many, &cases, "5");
+    assert_eq!((bundles(&one), bundles(&many)), (1, 20));
+    let cpu = |from: &Path, into: &str| {
+        let child = worldline_spawn(&dir.path().join(into), ["import", s(from), "--json"]);
+        common::reaped_cpu(child, "import")
+    };
+    let (first, all) = (cpu(&one, "into-one"), cpu(&many, "into-many"));
+    assert_eq!(bundles(&dir.path().join("into-many")), 20);
+    // The first run brings the agent (read, compressed, checked, written);
+    // the other 19 bring a bundle each.
+    let rest = all.saturating_sub(first);
+    assert!(
+        rest < first / 2,
+        "the 19 runs after the first took {rest:?} of CPU, the first {first:?}"
+    );
+}
+
 /// `verify` of an export, or of a case, named as a run is exit 2 saying
 /// what the file is (an export was "incomplete", exit 0; a case counted
 /// as drift); a bundle cut off as it was created is still incomplete.
