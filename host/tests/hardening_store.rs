@@ -136,6 +136,39 @@ fn gc_beside_a_running_suite_removes_nothing_it_uses_and_never_fails() {
     assert!(passes[0].json()["runs"]["count"].as_u64().unwrap() >= 4);
 }
 
+/// `verify` fixes its list of runs as it starts and holds them all: a gc
+/// pass beside it removed the runs not yet replayed, which it then counted
+/// unreadable, as drift, and it exited 1.
+#[test]
+fn gc_beside_verify_removes_none_of_the_runs_it_checks() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    demo_suite(&demo_cases(dir.path()), &store, "20");
+    let runs = bundles(&store);
+    let mut verify = worldline_spawn(&store, ["verify", "--jobs", "1", "--json"]);
+    // Its lease is written once it holds a run.
+    let leases = store.join("leases");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_dir(&leases).is_ok_and(|rd| {
+        rd.filter_map(Result::ok)
+            .any(|e| e.metadata().is_ok_and(|m| m.len() > 0))
+    }) {
+        assert!(std::time::Instant::now() < deadline, "verify held no run");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let gc = worldline(&store, ["gc", "--keep-passed", "0", "--json"]);
+    gc.expect_code(0);
+    assert!(
+        verify.try_wait().unwrap().is_none(),
+        "verify was still checking when gc ended (more runs would make it so)"
+    );
+    assert_eq!(gc.json()["runs"]["count"], 0, "{gc}");
+    let verify = common::CliOutput::of(verify.wait_with_output().unwrap());
+    assert_eq!(verify.json()["unreadable"], 0, "{verify}");
+    assert_eq!(verify.json()["replayed"], runs, "{verify}");
+    verify.expect_code(0);
+}
+
 /// A store holding one passing run of the demo case, and that run
 /// exported: (the folder, the store, the run id, the export file).
 fn exported_run() -> (
@@ -864,6 +897,38 @@ mod cache_imports_and_disks {
         out.expect_code(2);
         assert!(out.stderr.contains("outside"), "{out}");
 
+        // Manifests no folder can hold: a file that is a folder too, a
+        // name longer than a filesystem takes. They were imported, and
+        // every reader then failed saying to free some space.
+        let file = b"a file";
+        let file_sha = sha256_hex(file);
+        let long = "n".repeat(300);
+        for (names, said) in [
+            (
+                ["files/readme.txt", "files/readme.txt/sub"],
+                "`files/readme.txt` is a file, and `files/readme.txt/sub` makes it a folder too",
+            ),
+            (
+                ["files/readme.txt", &format!("files/{long}")],
+                "is a name of 300 bytes; a file's name is at most 255",
+            ),
+        ] {
+            let manifest: std::collections::BTreeMap<&str, &str> =
+                names.iter().map(|n| (*n, file_sha.as_str())).collect();
+            let manifest = serde_json::to_vec(&manifest).unwrap();
+            let manifest_sha = sha256_hex(&manifest);
+            let mut odd = with_header(&doc, |h| h["world_hash"] = json!(manifest_sha));
+            odd["objects"][&manifest_sha] = json!(b64(&manifest));
+            odd["objects"][&file_sha] = json!(b64(file));
+            let (t, out) = import(&odd);
+            out.expect_code(2);
+            assert!(out.stderr.contains(said), "{out}");
+            assert!(
+                files_with_suffix(&t.path().join("store").join("runs"), ".jsonl").is_empty(),
+                "nothing was imported"
+            );
+        }
+
         // An agent that is not WebAssembly.
         let fake = b"#!/bin/sh\necho not an agent\n";
         let fake_sha = sha256_hex(fake);
@@ -1332,6 +1397,33 @@ fn a_read_only_store_is_read_and_a_command_that_writes_is_refused() {
     assert_eq!(tree_of(&store), before, "the read-only store changed");
 }
 
+/// A read-only copy of a store's `runs/` and `objects/` alone, without
+/// the `cache/` a store's first command makes, is read as the whole store
+/// is: every reader refused it ("cannot be used as a store (…/cache:
+/// Permission denied)").
+#[test]
+fn a_read_only_store_without_its_cache_folder_is_read() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    demo_suite(&demo_cases(dir.path()), &store, "1");
+    let id = a_run_of(&store);
+    std::fs::remove_dir_all(store.join("cache")).unwrap();
+    let before = tree_of(&store);
+    let _ro = ReadOnly::make(&store);
+    let runs = worldline(&store, ["runs", "--json"]);
+    runs.expect_code(0);
+    assert_eq!(runs.json().as_array().unwrap().len(), 4, "{runs}");
+    for args in [
+        vec!["history", id.as_str()],
+        vec!["show", id.as_str(), "--at", "1"],
+        vec!["verify"],
+    ] {
+        worldline(&store, &args).expect_code(0);
+    }
+    drop(_ro);
+    assert_eq!(tree_of(&store), before, "the read-only store changed");
+}
+
 /// Every file under `dir` with its size and modification time.
 fn tree_of(dir: &Path) -> Vec<(String, u64, std::time::SystemTime)> {
     let mut all = Vec::new();
@@ -1561,47 +1653,16 @@ fn a_store_on_a_full_disk_is_read_and_collected() {
     let store = dir.path().join("store");
     let cases = demo_cases(dir.path());
     demo_suite(&cases, &store, "1");
-    let mnt = dir.path().join("small");
-    std::fs::create_dir(&mnt).unwrap();
-    let base = common::cli();
-    let mut cmd = std::process::Command::new("unshare");
-    cmd.args(["--mount", "--propagation", "private", "sh", "-c"]);
-    cmd.arg(
-        r#"mount -t tmpfs -o size=4M tmpfs "$M" || exit 90
-cp -r "$SRC" "$M/st" || exit 91
-rm -f "$M"/st/index.sqlite*
+    let (out, said) = in_a_small_tmpfs(
+        dir.path(),
+        &store,
+        &[],
+        r#"rm -f "$M"/st/index.sqlite*
 dd if=/dev/zero of="$M/fill" bs=4096 2>/dev/null
 for c in "runs" "index --rebuild" "index --check" "gc --keep-passed 0" "runs"; do
   echo "=== $c"; "$W" $c --store "$M/st" --json; echo "=== exit $?"
 done"#,
     );
-    for (k, v) in base.get_envs() {
-        if let Some(v) = v {
-            cmd.env(k, v);
-        }
-    }
-    cmd.env("W", base.get_program())
-        .env("M", &mnt)
-        .env("SRC", &store)
-        .current_dir(dir.path());
-    let out = common::CliOutput::of(cmd.output().expect("starting unshare"));
-    assert!(
-        out.stdout.contains("=== runs"),
-        "the test mounts a tmpfs, which needs root (tests/run runs as root): {out}"
-    );
-    // Each command's name, exit code and output, as the script marks them.
-    let mut said: Vec<(String, i32, String)> = Vec::new();
-    for line in out.stdout.lines() {
-        match (line.strip_prefix("=== exit "), line.strip_prefix("=== ")) {
-            (Some(code), _) => said.last_mut().unwrap().1 = code.parse().unwrap(),
-            (None, Some(cmd)) => said.push((cmd.to_string(), -1, String::new())),
-            (None, None) => {
-                let text = &mut said.last_mut().unwrap().2;
-                text.push_str(line);
-                text.push('\n');
-            }
-        }
-    }
     let codes: Vec<(&str, i32)> = said
         .iter()
         .map(|(c, code, _)| (c.as_str(), *code))
@@ -1627,6 +1688,229 @@ done"#,
     assert!(said[1].2.contains("cannot write into the store"), "{out}");
     assert!(said[1].2.contains("free some space"), "{out}");
     assert_eq!(listed(&said[4].2), 0, "{out}");
+}
+
+/// `script` (sh) run with a copy of `store` at `$M/st` on a 4 MB tmpfs
+/// mounted at `$M` (in a mount namespace of its own, gone with it),
+/// `worldline` as `$W` and `env` set, in `dir`; its output, and each
+/// command it marks (`=== NAME` before, `=== exit $?` after) with its
+/// exit code and output.
+#[allow(clippy::type_complexity)]
+fn in_a_small_tmpfs(
+    dir: &Path,
+    store: &Path,
+    env: &[(&str, &str)],
+    script: &str,
+) -> (common::CliOutput, Vec<(String, i32, String)>) {
+    let mnt = dir.join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let base = common::cli();
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c"]);
+    cmd.arg(format!(
+        "mount -t tmpfs -o size=4M tmpfs \"$M\" || exit 90\n\
+         cp -r \"$SRC\" \"$M/st\" || exit 91\n\
+         echo '=== mounted'\n{script}"
+    ));
+    for (k, v) in base.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    cmd.env("W", base.get_program())
+        .env("M", &mnt)
+        .env("SRC", store)
+        .envs(env.iter().copied())
+        .current_dir(dir);
+    let out = common::CliOutput::of(cmd.output().expect("starting unshare"));
+    assert!(
+        out.stdout.contains("=== mounted"),
+        "the test mounts a tmpfs, which needs root (tests/run runs as root): {out}"
+    );
+    let mut said: Vec<(String, i32, String)> = Vec::new();
+    for line in out
+        .stdout
+        .lines()
+        .skip_while(|l| *l != "=== mounted")
+        .skip(1)
+    {
+        match (line.strip_prefix("=== exit "), line.strip_prefix("=== ")) {
+            (Some(code), _) => said.last_mut().unwrap().1 = code.parse().unwrap(),
+            (None, Some(cmd)) => said.push((cmd.to_string(), -1, String::new())),
+            (None, None) => {
+                let text = &mut said.last_mut().unwrap().2;
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+    }
+    (out, said)
+}
+
+/// `pin` on a full disk is exit 2 saying to free some space, and a pinned
+/// run keeps its note: the pin was truncated and written in place (its
+/// old note lost to a cut-off new one) and the error exit 4.
+#[test]
+fn a_pin_on_a_full_disk_keeps_the_note_it_had() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    demo_suite(&demo_cases(dir.path()), &store, "1");
+    let id = a_run_of(&store);
+    let long = "y".repeat(6000);
+    let (out, said) = in_a_small_tmpfs(
+        dir.path(),
+        &store,
+        &[("ID", id.as_str()), ("LONG", long.as_str())],
+        r#"echo "=== pin"; "$W" pin "$ID" --note first --store "$M/st"; echo "=== exit $?"
+dd if=/dev/zero of="$M/fill" bs=4096 2>/dev/null
+echo "=== pin again"; "$W" pin "$ID" --note "$LONG" --store "$M/st" 2>&1; echo "=== exit $?"
+echo "=== note"; cat "$M/st/pins/$ID"; echo; echo "=== exit $?""#,
+    );
+    let codes: Vec<(&str, i32)> = said
+        .iter()
+        .map(|(c, code, _)| (c.as_str(), *code))
+        .collect();
+    assert_eq!(codes, [("pin", 0), ("pin again", 2), ("note", 0)], "{out}");
+    assert!(said[1].2.contains("free some space"), "{out}");
+    assert_eq!(said[2].2.trim(), "first", "{out}");
+}
+
+/// A folder named like a bundle in `runs/` is left in place, named, and
+/// the pass goes on to remove the rest: it stopped every pass with exit 4
+/// ("removing …: Is a directory"), and objects were never swept. What
+/// killed writers left in `objects/` and `worlds/` is swept (a half
+/// world stayed there for ever), and a removed run's re-grades go with it.
+#[test]
+fn gc_leaves_a_folder_named_like_a_bundle_and_goes_on() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    demo_suite(&demo_cases(dir.path()), &store, "1");
+    // A re-grade (`grade --rejudge`) of a run the pass removes.
+    let grades = store.join("grades").join(a_run_of(&store));
+    std::fs::create_dir_all(&grades).unwrap();
+    std::fs::write(grades.join("1.json"), "{}").unwrap();
+    let folder = store.join("runs").join("notes.jsonl");
+    std::fs::create_dir(&folder).unwrap();
+    // What writers killed long ago left (their process ids are gone).
+    let half_world = store
+        .join("worlds")
+        .join(format!("{}.tmp99999999-0", "ab".repeat(32)));
+    std::fs::create_dir_all(half_world.join("files")).unwrap();
+    let object = store
+        .join("objects")
+        .join(format!("{}.tmp99999998", "cd".repeat(32)));
+    std::fs::write(&object, b"torn").unwrap();
+    let all_runs = ["--keep-passed", "0", "--keep-incomplete", "0", "--json"];
+    for pass in 0..2 {
+        let mut args = vec!["gc"];
+        args.extend(all_runs);
+        let gc = worldline(&store, &args);
+        gc.expect_code(0);
+        assert!(
+            gc.stderr
+                .contains("notes.jsonl is a folder, not a run's bundle"),
+            "pass {pass}: {gc}"
+        );
+        let removed = gc.json()["runs"]["count"].as_u64().unwrap();
+        assert_eq!(removed, if pass == 0 { 4 } else { 0 }, "pass {pass}: {gc}");
+    }
+    assert!(folder.is_dir());
+    assert_eq!(bundles(&store), 1, "the folder alone is left");
+    assert!(
+        !half_world.exists() && !object.exists(),
+        "left by killed writers"
+    );
+    assert!(!grades.exists(), "the re-grades of a removed run");
+}
+
+/// A link to nothing in `runs/` is a broken run whose row matches it:
+/// `index --check` called it stale for ever, even right after `index
+/// --rebuild`, and exited 1.
+#[test]
+fn index_check_finds_a_dangling_link_in_runs_consistent_after_a_rebuild() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    demo_suite(&demo_cases(dir.path()), &store, "1");
+    std::os::unix::fs::symlink(
+        dir.path().join("nowhere"),
+        store.join("runs").join("20261130-050000-dangling.jsonl"),
+    )
+    .unwrap();
+    worldline(&store, ["index", "--rebuild"]).expect_code(0);
+    let check = worldline(&store, ["index", "--check", "--json"]);
+    assert_eq!(check.json()["stale"], json!([]), "{check}");
+    check.expect_code(0);
+}
+
+/// `agent` with a custom section of `size` bytes of noise (which no
+/// compression shrinks) that the component ignores: an agent as large as
+/// a Python one.
+fn padded(agent: &Path, size: usize, to: &Path) {
+    let leb = |mut n: usize, out: &mut Vec<u8>| loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        out.push(if n == 0 { byte } else { byte | 0x80 });
+        if n == 0 {
+            break;
+        }
+    };
+    let mut content = Vec::with_capacity(size + 16);
+    leb(7, &mut content);
+    content.extend(b"padding");
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    content.extend((0..size).map(|_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x as u8
+    }));
+    let mut bytes = std::fs::read(agent).unwrap();
+    bytes.push(0);
+    leb(content.len(), &mut bytes);
+    bytes.extend(content);
+    std::fs::write(to, bytes).unwrap();
+}
+
+/// An import of a store reads the agent its runs share once: each run
+/// read it again from the store it was going into, decompressed and
+/// hashed (a 22 MB agent cost some 50 ms a run, 20,000 runs an hour).
+#[test]
+fn an_import_of_a_store_reads_the_agent_its_runs_share_once() {
+    let dir = temp_dir();
+    let agent = dir.path().join("padded.wasm");
+    padded(&guest("caller-agent"), 64 << 20, &agent);
+    let cases = demo_cases(dir.path());
+    let worlds = worlds_dir();
+    let record = |store: &Path, cases: &Path, repeat: &str| {
+        let args = [
+            "test",
+            s(cases),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+        ];
+        let mut args = args.to_vec();
+        args.extend(["--repeat", repeat]);
+        worldline(store, &args).expect_code(0);
+    };
+    let (one, many) = (dir.path().join("one"), dir.path().join("many"));
+    record(&one, &cases.join("c1.toml"), "1");
+    record(&many, &cases, "5");
+    assert_eq!((bundles(&one), bundles(&many)), (1, 20));
+    let cpu = |from: &Path, into: &str| {
+        let child = worldline_spawn(&dir.path().join(into), ["import", s(from), "--json"]);
+        common::reaped_cpu(child, "import")
+    };
+    let (first, all) = (cpu(&one, "into-one"), cpu(&many, "into-many"));
+    assert_eq!(bundles(&dir.path().join("into-many")), 20);
+    // The first run brings the agent (read, compressed, checked, written);
+    // the other 19 bring a bundle each.
+    let rest = all.saturating_sub(first);
+    assert!(
+        rest < first / 2,
+        "the 19 runs after the first took {rest:?} of CPU, the first {first:?}"
+    );
 }
 
 /// `verify` of an export, or of a case, named as a run is exit 2 saying

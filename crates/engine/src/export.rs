@@ -192,7 +192,7 @@ pub struct Skipped {
 /// agent, and 10,000 of them compressed it 10,000 times).
 pub fn import_store(store: &StoreDir, from: &StoreDir) -> Result<(Vec<Imported>, Vec<Skipped>)> {
     let (mut done, mut skipped) = (Vec::new(), Vec::new());
-    let mut held = BTreeSet::new();
+    let mut held = Checked::default();
     ready(store);
     for id in from.run_ids()? {
         if let Some(stray) = (!worldline_store::store::is_run_id(&id))
@@ -206,17 +206,24 @@ pub fn import_store(store: &StoreDir, from: &StoreDir) -> Result<(Vec<Imported>,
             continue;
         }
         let path = from.bundle_path(&id);
-        let mut carried = Vec::new();
+        let (mut carried, mut component) = (Vec::new(), None);
         let outcome = bundle::read_held(&path)
             .map_err(|e| anyhow::Error::from(InputError::from(e)))
-            .and_then(|mut b| document(from, &path, &mut b, None, &held))
+            .and_then(|mut b| {
+                if b.header.native.is_none() {
+                    component = Some(b.header.agent_sha256.clone());
+                }
+                document(from, &path, &mut b, None, &held.objects)
+            })
             .and_then(|doc| {
                 carried.extend(doc.objects.keys().cloned());
-                import_doc(store, doc, None, &path)
+                import_doc(store, doc, (None, &path), &held)
             });
         match outcome {
             Ok(i) => {
-                held.extend(carried);
+                held.components
+                    .extend(component.filter(|a| carried.contains(a)));
+                held.objects.extend(carried);
                 done.push(i);
             }
             // The store, not the run: every run after it would fail
@@ -315,8 +322,8 @@ pub fn import_read(store: &StoreDir, read: Read, file: &Path) -> Result<Imported
     import_doc(
         store,
         read.doc,
-        Some(&String::from_utf8_lossy(&read.bytes)),
-        file,
+        (Some(&String::from_utf8_lossy(&read.bytes)), file),
+        &Checked::default(),
     )
 }
 
@@ -360,7 +367,23 @@ fn ready(store: &StoreDir) {
 /// Check an export and write its run and objects into the store. `text` is
 /// the file it was read from, to place errors in; a run gathered from
 /// another store has none (its errors name the bundle).
-fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) -> Result<Imported> {
+/// What earlier runs of one import brought into the store: checked then,
+/// and held.
+#[derive(Default)]
+struct Checked {
+    objects: BTreeSet<String>,
+    /// Those of them that are agents checked to be components.
+    components: BTreeSet<String>,
+}
+
+/// What an earlier run of the same import `checked` is not read again
+/// when the export does not carry it.
+fn import_doc(
+    store: &StoreDir,
+    doc: Export,
+    (text, file): (Option<&str>, &Path),
+    checked: &Checked,
+) -> Result<Imported> {
     // Errors point at the first place the export mentions what they are
     // about (its key, or an object's name).
     let bad_at = |needle: &str, m: String| match text.and_then(|t| Some((t, t.find(needle)?))) {
@@ -456,6 +479,10 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
             }),
         }
     };
+    // Brought and checked by an earlier run of this import: a suite's runs
+    // share their agent, which was decompressed and hashed again for each
+    // (a 22 MB agent cost some 50 ms a run).
+    let known = |sha: &str| !doc.objects.contains_key(sha) && checked.objects.contains(sha);
     match &b.header.native {
         // A native run's agent is the identity document its header names
         // (transport and command), not a component; a redacted copy
@@ -471,6 +498,8 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
             }
         }
         Some(_) => {}
+        None if known(&b.header.agent_sha256)
+            && checked.components.contains(&b.header.agent_sha256) => {}
         None => {
             let agent = object(&b.header.agent_sha256)?;
             worldline_runtime::sandbox::check_header(
@@ -488,7 +517,9 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
     }
     // A redacted copy brings its agent only (see the module comment).
     if !doc.redacted {
-        object(&b.header.case_hash)?;
+        if !known(&b.header.case_hash) {
+            object(&b.header.case_hash)?;
+        }
         let mut world_hash = b.header.world_hash.clone();
         let mut world = object(&world_hash)?;
         // An overlaid world: its record names the base world.
@@ -501,12 +532,12 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
                 "object {world_hash} is not the world manifest the run names: {e}"
             ))
         })?;
-        for (rel, sha) in &manifest {
-            worldline_case::world::check_relative(rel).map_err(|m| {
-                bad(format!(
-                    "the world manifest names a file outside the world: {m}"
-                ))
-            })?;
+        worldline_case::world::check_manifest(&manifest).map_err(|m| {
+            bad(format!(
+                "the world manifest {world_hash} names files no folder can hold: {m}"
+            ))
+        })?;
+        for sha in manifest.values().filter(|sha| !known(sha)) {
             object(sha)?;
         }
     }

@@ -251,15 +251,23 @@ impl StoreDir {
         }
         for sub in ["runs", "objects", "cache"] {
             let dir = root.join(sub);
-            std::fs::create_dir_all(&dir).map_err(|e| {
-                worldline_case::error::InputError::new(
-                    root,
-                    format!(
-                        "cannot be used as a store ({}: {e}); pass --store with a folder you can write",
-                        dir.display()
-                    ),
-                )
-            })?;
+            match std::fs::create_dir_all(&dir) {
+                Ok(()) => {}
+                // A store this process cannot write is read all the same,
+                // whichever of its other folders it lacks (a copy of its
+                // runs and objects was refused for want of `cache/`).
+                Err(e) if sub != "runs" && root.join("runs").is_dir() && is_refused(&e) => {}
+                Err(e) => {
+                    return Err(worldline_case::error::InputError::new(
+                        root,
+                        format!(
+                            "cannot be used as a store ({}: {e}); pass --store with a folder you can write",
+                            dir.display()
+                        ),
+                    )
+                    .into());
+                }
+            }
         }
         Ok(StoreDir {
             root: root.to_path_buf(),
@@ -722,16 +730,23 @@ impl StoreDir {
         // remove, each other's folder.
         let tmp = worldline_case::durable::temp_path(&dir);
         let io = |p: &Path, e: std::io::Error| self.write_error(p, e);
+        worldline_case::world::check_manifest(manifest)
+            .map_err(|m| worldline_case::error::InputError::new(self.object_path(world_hash), m))?;
         std::fs::create_dir_all(base).map_err(|e| io(base, e))?;
         worldline_case::durable::sweep(base);
-        for (rel, sha) in manifest {
-            worldline_case::world::check_relative(rel).map_err(|m| {
-                worldline_case::error::InputError::new(self.object_path(world_hash), m)
-            })?;
-            let bytes = self.get_object(sha)?;
-            let dest = tmp.join(rel);
-            std::fs::create_dir_all(dest.parent().unwrap_or(&tmp)).map_err(|e| io(&dest, e))?;
-            std::fs::write(&dest, bytes).map_err(|e| io(&dest, e))?;
+        let written = (|| -> Result<(), worldline_case::error::InputError> {
+            for (rel, sha) in manifest {
+                let bytes = self.get_object(sha)?;
+                let dest = tmp.join(rel);
+                std::fs::create_dir_all(dest.parent().unwrap_or(&tmp)).map_err(|e| io(&dest, e))?;
+                std::fs::write(&dest, bytes).map_err(|e| io(&dest, e))?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = written {
+            // Not left in `worlds/` for a later pass to find.
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
         }
         if let Err(e) = std::fs::rename(&tmp, &dir)
             && !dir.join("world.toml").is_file()
@@ -862,7 +877,15 @@ impl StoreDir {
             Some(std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem) => {
                 "run as a user who may write there, or pass --store with a folder you can write"
             }
-            _ => "free some space or pass --store with a folder you can write",
+            Some(std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded) => {
+                "free some space or pass --store with a folder you can write"
+            }
+            _ if crate::index::is_full(&e) => {
+                "free some space or pass --store with a folder you can write"
+            }
+            // Something in the way (a file where a folder goes, a name
+            // too long): space would not help (it said so to all of them).
+            _ => "pass --store with a folder you can write",
         };
         worldline_case::error::InputError::new(
             path,
@@ -992,6 +1015,15 @@ impl StoreDir {
     }
 }
 
+/// Whether `e` is a write refused for want of rights or on a read-only
+/// mount.
+fn is_refused(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+    )
+}
+
 /// A database store's error as an input error, named by the server it
 /// came from (shown without its password).
 pub fn db_error(e: worldline_pgstore::DbError) -> worldline_case::error::InputError {
@@ -1026,7 +1058,8 @@ mod tests {
     }
 
     /// A store that cannot be written says what to do for why: rights
-    /// for a folder this user may not write (it said "free some space").
+    /// for a folder this user may not write, space only for a full disk
+    /// (it said "free some space" to every cause).
     #[test]
     fn a_write_error_says_what_to_do_for_its_cause() {
         let root = tempfile::tempdir().unwrap();
@@ -1047,6 +1080,13 @@ mod tests {
         assert!(
             full.ends_with("; free some space or pass --store with a folder you can write"),
             "{full}"
+        );
+        // A file where a folder goes: space would not help.
+        let in_the_way = said(std::io::ErrorKind::AlreadyExists);
+        assert!(
+            in_the_way
+                .ends_with(": entity already exists; pass --store with a folder you can write"),
+            "{in_the_way}"
         );
     }
 

@@ -9,6 +9,7 @@ use crate::error::InputError;
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::path::Path;
 
 /// Refuse paths that could leave the folder before even trying them.
@@ -23,6 +24,39 @@ pub fn check_relative(rel: &str) -> Result<(), String> {
         return Err(format!(
             "`{rel}` leaves the folder (`..`); use a path inside it"
         ));
+    }
+    Ok(())
+}
+
+/// The longest name of one file or folder a filesystem takes (`NAME_MAX`).
+const NAME_MAX: usize = 255;
+
+/// Refuse a world manifest whose files could not all be written back as
+/// a folder: a path outside it ([`check_relative`]), a name longer than a
+/// filesystem takes, or a path that is a file and a folder at once
+/// (`a.txt` and `a.txt/b`). An imported run's world was refused only as
+/// each reader wrote it out, with the advice to free some space.
+pub fn check_manifest(manifest: &BTreeMap<String, String>) -> Result<(), String> {
+    for rel in manifest.keys() {
+        check_relative(rel)?;
+        if let Some(long) = rel.split('/').find(|name| name.len() > NAME_MAX) {
+            return Err(format!(
+                "`{}…` in `{rel}` is a name of {} bytes; a file's name is at most {NAME_MAX}",
+                long.chars().take(20).collect::<String>(),
+                long.len()
+            ));
+        }
+        let inside = format!("{rel}/");
+        // The paths under `rel/` sort together, from `rel/` on.
+        if let Some((under, _)) = manifest
+            .range::<str, _>((Bound::Included(inside.as_str()), Bound::Unbounded))
+            .next()
+            .filter(|(k, _)| k.starts_with(&inside))
+        {
+            return Err(format!(
+                "`{rel}` is a file, and `{under}` makes it a folder too"
+            ));
+        }
     }
     Ok(())
 }
@@ -168,5 +202,28 @@ mod tests {
             check_relative("/etc/passwd").unwrap_err(),
             "`/etc/passwd` is absolute; use a path inside the folder"
         );
+    }
+
+    #[test]
+    fn a_manifest_is_refused_when_its_files_cannot_be_a_folder() {
+        let of = |names: &[&str]| -> BTreeMap<String, String> {
+            names
+                .iter()
+                .map(|n| (n.to_string(), String::new()))
+                .collect()
+        };
+        let ok = of(&["a.txt", "a.txt-b/c", "a.txt.bak", "a.txt0", "b/c/d"]);
+        assert_eq!(check_manifest(&ok), Ok(()));
+        assert_eq!(
+            check_manifest(&of(&["a.txt", "a.txt-b", "a.txt/sub"])).unwrap_err(),
+            "`a.txt` is a file, and `a.txt/sub` makes it a folder too"
+        );
+        let long = format!("d/{}", "x".repeat(256));
+        assert!(
+            check_manifest(&of(&[&long]))
+                .unwrap_err()
+                .contains("is a name of 256 bytes; a file's name is at most 255")
+        );
+        assert!(check_manifest(&of(&["../up"])).is_err());
     }
 }

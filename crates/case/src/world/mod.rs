@@ -35,7 +35,7 @@ pub mod tools;
 use crate::canon;
 use crate::error::InputError;
 use folder::Folder;
-pub use folder::check_relative;
+pub use folder::{check_manifest, check_relative};
 pub use permissions::{Access, FILE_PERMISSIONS, Permissions, glob_match, names_a_tool};
 use serde::Deserialize;
 use serde_json::Value;

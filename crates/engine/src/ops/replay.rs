@@ -118,7 +118,7 @@ pub fn drawn(
     sample: Option<Sample>,
 ) -> Result<(Vec<String>, Option<Drawn>)> {
     let all = if runs.is_empty() {
-        store.run_ids()?
+        held(store, store.run_ids()?)
     } else {
         named(store, runs)?
     };
@@ -134,6 +134,32 @@ pub fn drawn(
         }
         None => (all, None),
     })
+}
+
+/// The store's runs `listed`, held for the rest of this process, less those
+/// a gc pass removed before they were held: what `verify` checks is fixed
+/// as it starts, and a pass beside it removes none of it (a run it had
+/// already removed was counted unreadable, as drift). One lease write for
+/// them all, as a suite holds its runs; a store this process cannot write
+/// is read without a hold, as a replay reads it.
+fn held(store: &StoreDir, listed: Vec<String>) -> Vec<String> {
+    let ids: Vec<&str> = listed
+        .iter()
+        .map(String::as_str)
+        .filter(|id| worldline_store::store::is_run_id(id))
+        .collect();
+    if store.hold(&ids).is_err() {
+        return listed;
+    }
+    // A pass holds the store's gate while it removes, and the hold waited
+    // for it: a bundle there now stays until this process ends.
+    listed
+        .into_iter()
+        .filter(|id| {
+            !worldline_store::store::is_run_id(id)
+                || store.bundle_path(id).symlink_metadata().is_ok()
+        })
+        .collect()
 }
 
 /// The runs named, each once: a name that is no run of the store (nor a

@@ -159,8 +159,10 @@ impl Index {
             match indexed.get(id) {
                 None => c.missing.push(id.clone()),
                 Some(size) => {
+                    // A link to nothing is a broken run of size 0, as its
+                    // row was written (-1 here called it stale for ever).
                     let len = std::fs::metadata(self.runs_dir.join(format!("{id}.jsonl")))
-                        .map_or(-1, |m| m.len() as i64);
+                        .map_or(0, |m| m.len() as i64);
                     if len != *size {
                         c.stale.push(id.clone());
                     }

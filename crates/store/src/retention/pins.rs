@@ -35,14 +35,17 @@ pub fn pin(store: &StoreDir, run_id: &str, note: Option<&str>) -> Result<()> {
         return Ok(db.pin(run_id, note).map_err(crate::store::db_error)?);
     }
     let d = dir(store);
-    std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+    std::fs::create_dir_all(&d).map_err(|e| store.write_error(&d, e))?;
     let path = d.join(run_id);
     // Pinned again without a note: the one it has stays.
     if note.is_none() && path.is_file() {
         return Ok(());
     }
-    std::fs::write(&path, note.unwrap_or_default())
-        .with_context(|| format!("writing {}", path.display()))
+    // Written beside it and renamed: on a full disk the pin was cut off
+    // (its old note lost, or a new pin left empty) and the error exit 4.
+    worldline_case::durable::write(&path, note.unwrap_or_default().as_bytes())
+        .map_err(|e| store.write_error(&path, e))?;
+    Ok(())
 }
 
 /// Unpin a run; whether it was pinned.

@@ -126,7 +126,27 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
             match std::fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                // Not a bundle worldline wrote: left where it is, and the
+                // pass goes on (it stopped every pass, exit 4).
+                Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
+                    ::log::warn!(
+                        "{} is a folder, not a run's bundle: left in place (move it out of the store's runs/)",
+                        path.display()
+                    );
+                    continue;
+                }
                 Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
+            }
+        }
+        if !dry_run {
+            // Its re-grades go with it (they stayed, of a run no longer
+            // there).
+            let grades = store.root.join("grades").join(&r.run_id);
+            match std::fs::remove_dir_all(&grades) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("removing {}", grades.display()));
+                }
+                _ => {}
             }
         }
         gone.push(r.run_id.clone());
@@ -147,6 +167,13 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
         }
     }
 
+    if !dry_run {
+        // What a killed (or failed) writer left: a world half written out,
+        // an object not renamed into place.
+        for sub in ["objects", "worlds"] {
+            worldline_case::durable::sweep(&store.root.join(sub));
+        }
+    }
     if let Some((worlds, needed)) = &needs {
         sweep_dir(
             &store.root.join("objects"),
