@@ -62,7 +62,7 @@ function read(name: string, args: Row): Row {
     return tools.call(name, args);
   } catch (e) {
     if (!(e instanceof Timeout || e instanceof Unavailable)) throw e;
-    trace.note("retry", `${name} failed (${e.message}); reads are safe to retry once`);
+    trace.note("retry", `${name} failed (${e}); reads are safe to retry once`);
     return tools.call(name, args);
   }
 }
@@ -98,11 +98,11 @@ function write(name: string, args: Row, landed: () => boolean): Wrote {
       return new Wrote("done");
     } catch (e) {
       if (e instanceof Denied) {
-        trace.note("denied", `${name} was denied (${e.message}); not repeating it`);
+        trace.note("denied", `${name} was denied (${e}); not repeating it`);
         return new Wrote("denied");
       }
       if (!(e instanceof WorldlineError)) throw e;
-      trace.note("check", `${name} failed (${e.message}); checking whether it landed`);
+      trace.note("check", `${name} failed (${e}); checking whether it landed`);
       if (landed()) {
         trace.note("check", `${name} landed despite the error; not repeating it`);
         return new Wrote("landed");
@@ -191,11 +191,11 @@ function incident(task: Row): Row {
     if (!(e instanceof WorldlineError)) throw e;
     // Without the alert there is no service and no time: acting now would
     // be guessing. Say so on the incident and stop.
-    trace.note("decision", `cannot read ${alertId} (${e.message}); escalating, no action`);
+    trace.note("decision", `cannot read ${alertId} (${e}); escalating, no action`);
     return escalate(
       alertId,
       ticketId,
-      `Could not read ${alertId} after one retry (${e.message}). No rollback done; escalating to a human.`,
+      `Could not read ${alertId} after one retry (${e}). No rollback done; escalating to a human.`,
     );
   }
   const service: string = alert.service ?? "";

@@ -28,7 +28,7 @@ function ask(messages: Message[], defs: model.ToolDef[]): model.Response {
     return model.chat(messages, fields);
   } catch (e) {
     if (!(e instanceof Timeout || e instanceof Unavailable)) throw e;
-    trace.note("model-retry", e.message);
+    trace.note("model-retry", `${e}`);
     return model.chat(messages, fields);
   }
 }
