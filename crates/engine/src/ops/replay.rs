@@ -117,12 +117,12 @@ pub fn drawn(
     runs: &[String],
     sample: Option<Sample>,
 ) -> Result<(Vec<String>, Option<Drawn>)> {
-    let all = if runs.is_empty() {
-        held(store, store.run_ids()?)
-    } else {
-        named(store, runs)?
+    let whole = runs.is_empty();
+    let all = match whole {
+        true => store.run_ids()?,
+        false => named(store, runs)?,
     };
-    Ok(match sample {
+    let (checked, drawn) = match sample {
         Some(Sample { size, seed }) => {
             let runs = crate::verify::sample(&all, size, seed);
             let drawn = Drawn {
@@ -133,6 +133,12 @@ pub fn drawn(
             (runs, Some(drawn))
         }
         None => (all, None),
+    };
+    // Only what is checked is held: a sample of 100 holds 100 runs, not
+    // the store's every run.
+    Ok(match whole {
+        true => (held(store, checked), drawn),
+        false => (checked, drawn),
     })
 }
 
