@@ -865,7 +865,26 @@ impl StoreDir {
         path: &Path,
         e: impl Into<anyhow::Error>,
     ) -> worldline_case::error::InputError {
-        let e: anyhow::Error = e.into();
+        self.write_error_of(path, e.into(), false)
+    }
+
+    /// [`write_error`](Self::write_error) of a write the caller knows
+    /// failed for a full disk (SQLite's "database or disk is full", which
+    /// carries no I/O error's kind).
+    pub(crate) fn full_disk_error(
+        &self,
+        path: &Path,
+        e: anyhow::Error,
+    ) -> worldline_case::error::InputError {
+        self.write_error_of(path, e, true)
+    }
+
+    fn write_error_of(
+        &self,
+        path: &Path,
+        e: anyhow::Error,
+        full: bool,
+    ) -> worldline_case::error::InputError {
         let kind = e
             .chain()
             .find_map(|c| c.downcast_ref::<std::io::Error>())
@@ -880,9 +899,7 @@ impl StoreDir {
             Some(std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded) => {
                 "free some space or pass --store with a folder you can write"
             }
-            _ if crate::index::is_full(&e) => {
-                "free some space or pass --store with a folder you can write"
-            }
+            _ if full => "free some space or pass --store with a folder you can write",
             // Something in the way (a file where a folder goes, a name
             // too long): space would not help (it said so to all of them).
             _ => "pass --store with a folder you can write",

@@ -126,7 +126,7 @@ pub(crate) fn is_full(e: &anyhow::Error) -> bool {
 /// disk is full (it was SQLite's words alone, exit 4); else as it is.
 fn named_if_full(store: &StoreDir, e: anyhow::Error) -> anyhow::Error {
     match is_full(&e) {
-        true => store.write_error(&index_path(store), e).into(),
+        true => store.full_disk_error(&index_path(store), e).into(),
         false => e,
     }
 }
