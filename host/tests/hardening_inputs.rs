@@ -1328,6 +1328,48 @@ fn sections_that_check_or_change_nothing_are_refused_at_their_line() {
     out.expect_code(0);
 }
 
+/// `check` notes a case whose own `exec` cannot start on this machine, at
+/// its line (it said "no problems", and a run of the case was its error).
+/// A note, not a problem: the command may be there where the suite runs.
+#[test]
+fn check_notes_a_case_exec_that_cannot_start_here() {
+    let dir = temp_dir();
+    let case = write_case(
+        dir.path(),
+        "nobin",
+        "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {}\nexec = [\"/nonexistent/agent-bin\"]\n",
+    );
+    let worlds = worlds_dir();
+    let out = worldline_raw([
+        "check".as_ref(),
+        case.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+    ]);
+    out.expect_code(0);
+    assert!(
+        out.stdout.contains(&format!(
+            "note: {}:5:1: exec: cannot start `/nonexistent/agent-bin`: No such file or directory (os error 2) on this machine",
+            case.display()
+        )),
+        "{out}"
+    );
+    // A command that is there is no note.
+    let found = write_case(
+        dir.path(),
+        "sh",
+        "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {}\nexec = [\"sh\", \"-c\", \"true\"]\n",
+    );
+    let out = worldline_raw([
+        "check".as_ref(),
+        found.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+    ]);
+    out.expect_code(0);
+    assert!(!out.stdout.contains("exec:"), "{out}");
+}
+
 /// `check CASE` over the tests' worlds exits 2 and says each of `said`.
 fn refused_by_check(case: &Path, said: &[&str]) {
     let worlds = worlds_dir();

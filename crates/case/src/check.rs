@@ -331,6 +331,7 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
     match parsed {
         Err(all) => all.into_iter().for_each(|e| out.problem(e)),
         Ok(case) => {
+            out.notes.extend(unstartable_exec(&case));
             out.notes.extend(unknown_tool_calls(&case));
             out.notes.extend(unheld_fields(&case));
             unreadable_recordings(&case)
@@ -390,6 +391,23 @@ fn unreadable_recordings(case: &case::Case) -> Vec<InputError> {
 /// A note for each scripted model reply that calls a tool the case's
 /// world does not have: a typo, unless the agent defines that tool itself
 /// (a handoff, a local function), so a note rather than a problem.
+/// A note for a case whose own `exec` cannot start on this machine (a
+/// path not there or not runnable, a name on no `PATH`): a run of it is
+/// the case's error, and `check` said nothing. A note, not a problem:
+/// the command may be there where the suite runs.
+fn unstartable_exec(case: &case::Case) -> Option<String> {
+    let exec = &case.exec;
+    let why = crate::native_agent::unstartable(exec.command.first()?)?;
+    let line = match exec.line {
+        0 => String::new(),
+        l => format!(":{l}:1"),
+    };
+    Some(format!(
+        "{}{line}: exec: {why} on this machine; a run of this case here is its error",
+        case.path.display()
+    ))
+}
+
 fn unknown_tool_calls(case: &case::Case) -> Vec<String> {
     let world = &case.world;
     let names: Vec<&str> = world.tools.iter().map(|t| t.name.as_str()).collect();

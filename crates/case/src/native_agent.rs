@@ -37,6 +37,29 @@ pub fn is_variable_name(name: &str) -> bool {
     !name.is_empty() && !name.contains('=')
 }
 
+/// Why `program` cannot be started, when that is sure before trying: a
+/// path that is no file one may run, or a name found on neither `PATH`
+/// nor the system's default search path. Anything else is left to the
+/// start itself.
+pub fn unstartable(program: &str) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let runnable = |m: &std::fs::Metadata| m.is_file() && m.permissions().mode() & 0o111 != 0;
+    if program.contains('/') {
+        return match std::fs::metadata(program) {
+            Err(e) => Some(format!("cannot start `{program}`: {e}")),
+            Ok(m) if !runnable(&m) => Some(format!(
+                "cannot start `{program}`: it is not a file one may run (`chmod +x` it, or name its interpreter first)"
+            )),
+            Ok(_) => None,
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path)
+        .chain(["/bin", "/usr/bin"].map(std::path::PathBuf::from))
+        .any(|dir| std::fs::metadata(dir.join(program)).is_ok_and(|m| runnable(&m)));
+    (!found).then(|| format!("cannot start `{program}`: no such command on PATH"))
+}
+
 impl ExecToml {
     /// The setting, its paths resolved against `dir` (the folder of the
     /// file that gives it), or what is wrong with it.

@@ -161,7 +161,11 @@ pub fn run(sandbox: &Sandbox, case: &Case, opts: RunOptions, exec: &Exec) -> Res
     }
     // A command that cannot start is refused before its run begins, so
     // that nothing is recorded for it (a `completed` run was).
-    if let Some(problem) = exec.command.first().and_then(|p| unstartable(p)) {
+    if let Some(problem) = exec
+        .command
+        .first()
+        .and_then(|p| worldline_case::native_agent::unstartable(p))
+    {
         return Err(exec.refusal(problem).into());
     }
     super::load_service(sandbox, case)?;
@@ -196,29 +200,6 @@ pub fn run(sandbox: &Sandbox, case: &Case, opts: RunOptions, exec: &Exec) -> Res
                 .unwrap_or_else(|_| Err(anyhow::anyhow!("the mediator thread panicked")))
         })
     })
-}
-
-/// Why `program` cannot be started, when that is sure before trying: a
-/// path that is no file one may run, or a name found on neither `PATH`
-/// nor the system's default search path. Anything else is left to the
-/// start itself.
-fn unstartable(program: &str) -> Option<String> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let runnable = |m: &std::fs::Metadata| m.is_file() && m.permissions().mode() & 0o111 != 0;
-    if program.contains('/') {
-        return match std::fs::metadata(program) {
-            Err(e) => Some(format!("cannot start `{program}`: {e}")),
-            Ok(m) if !runnable(&m) => Some(format!(
-                "cannot start `{program}`: it is not a file one may run (`chmod +x` it, or name its interpreter first)"
-            )),
-            Ok(_) => None,
-        };
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let found = std::env::split_paths(&path)
-        .chain(["/bin", "/usr/bin"].map(std::path::PathBuf::from))
-        .any(|dir| std::fs::metadata(dir.join(program)).is_ok_and(|m| runnable(&m)));
-    (!found).then(|| format!("cannot start `{program}`: no such command on PATH"))
 }
 
 /// Start the loopback server, run the process under it, and say how it
