@@ -18,7 +18,7 @@
 
 pub(crate) mod lease;
 pub mod made;
-mod regrades;
+pub(crate) mod regrades;
 mod shared;
 mod sync;
 
@@ -256,7 +256,7 @@ impl StoreDir {
                 // A store this process cannot write is read all the same,
                 // whichever of its other folders it lacks (a copy of its
                 // runs and objects was refused for want of `cache/`).
-                Err(e) if sub != "runs" && root.join("runs").is_dir() && is_refused(&e) => {}
+                Err(e) if sub != "runs" && root.join("runs").is_dir() && is_refused(e.kind()) => {}
                 Err(e) => {
                     return Err(worldline_case::error::InputError::new(
                         root,
@@ -893,7 +893,7 @@ impl StoreDir {
         // folder this user may not write (it said "free some space" to
         // both).
         let hint = match kind {
-            Some(std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem) => {
+            Some(k) if is_refused(k) => {
                 "run as a user who may write there, or pass --store with a folder you can write"
             }
             Some(std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded) => {
@@ -1032,11 +1032,11 @@ impl StoreDir {
     }
 }
 
-/// Whether `e` is a write refused for want of rights or on a read-only
-/// mount.
-fn is_refused(e: &std::io::Error) -> bool {
+/// Whether an error of `kind` is a write refused for want of rights or on
+/// a read-only mount.
+fn is_refused(kind: std::io::ErrorKind) -> bool {
     matches!(
-        e.kind(),
+        kind,
         std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
     )
 }

@@ -137,17 +137,9 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
                 }
                 Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
             }
-        }
-        if !dry_run {
             // Its re-grades go with it (they stayed, of a run no longer
             // there).
-            let grades = store.root.join("grades").join(&r.run_id);
-            match std::fs::remove_dir_all(&grades) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(e).with_context(|| format!("removing {}", grades.display()));
-                }
-                _ => {}
-            }
+            crate::store::regrades::remove(store, &r.run_id)?;
         }
         gone.push(r.run_id.clone());
         report.runs.add(r.run_id.clone(), bytes);

@@ -11,6 +11,18 @@ fn dir(store: &StoreDir, run_id: &str) -> PathBuf {
     store.root.join("grades").join(run_id)
 }
 
+/// Remove run `run_id`'s re-grades with the run (gc): none is fine.
+pub(crate) fn remove(store: &StoreDir, run_id: &str) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let dir = dir(store, run_id);
+    match std::fs::remove_dir_all(&dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", dir.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Keep `grade` as run `run_id`'s next re-grade; its number.
 pub(super) fn put(store: &StoreDir, run_id: &str, grade: &Value) -> Result<i32, InputError> {
     let dir = dir(store, run_id);
