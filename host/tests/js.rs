@@ -572,6 +572,115 @@ fn a_slow_model_is_aborted_by_a_sooner_signal_and_gathered_requests_wait_togethe
     );
 }
 
+/// An answer the agent gave up on (a 30 s model, the request aborted at
+/// 2 s; recorded, as a provider bills it) reads as never delivered: in
+/// `history` (text and `--json`), `show`, the trace (its span and the
+/// run's end where the agent went on, not at 30 s) and the UI; the
+/// trajectory exports leave it out of the agent's turns. It read as a
+/// reply the agent got: an ATIF agent step with its text, the trajectory's
+/// last message, the run's span 28 s past the run. An answer waited for
+/// (two gathered) is not marked.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
+fn an_answer_the_agent_gave_up_on_reads_as_never_delivered() {
+    let store = shared_store();
+    let run = run_json(store, &case("js-latency-abort"), &probe());
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let bundle = read_bundle(Path::new(run.json()["bundle"].as_str().unwrap()));
+    let model = (bundle.events.iter())
+        .find(|e| e["call"] == "worldline:agent/model.complete")
+        .unwrap();
+    let seq = model["seq"].as_u64().unwrap();
+    assert!(
+        model["vtime_ns"].as_u64().unwrap() >= 30_000_000_000,
+        "{run}"
+    );
+
+    let text = wl(store, &[&"history", &id]);
+    text.expect_code(0);
+    let line = (text.stdout.lines())
+        .find(|l| l.contains("model.complete"))
+        .unwrap();
+    assert!(
+        line.contains("[never delivered: the agent went on without it at 2.0"),
+        "{text}"
+    );
+    let doc = wl(store, &[&"history", &id, &"--json"]);
+    let rows = doc.json()["events"].as_array().unwrap().clone();
+    let marked: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r.get("never_delivered").is_some())
+        .collect();
+    assert_eq!(marked.len(), 1, "{doc}");
+    assert_eq!(marked[0]["seq"], seq);
+    let went_on = marked[0]["never_delivered"]["agent_went_on_ns"]
+        .as_u64()
+        .unwrap();
+    assert!((2_000_000_000..2_100_000_000).contains(&went_on), "{doc}");
+    let at = seq.to_string();
+    let show = wl(store, &[&"show", &id, &"--at", &at]);
+    assert!(
+        show.stdout.contains("never delivered: the agent went on"),
+        "{show}"
+    );
+    let show = wl(store, &[&"show", &id, &"--at", &at, &"--json"]);
+    assert_eq!(show.json()["never_delivered"]["agent_went_on_ns"], went_on);
+
+    // No agent step, no message of the answer ("hello").
+    let dir = temp_dir();
+    let atif = dir.path().join("atif.json");
+    wl(store, &[&"export", &id, &"--format", &"atif", &"-o", &atif]).expect_code(0);
+    let atif = std::fs::read_to_string(&atif).unwrap();
+    assert!(!atif.contains("hello"), "{atif}");
+    let lines = dir.path().join("t.jsonl");
+    wl(
+        store,
+        &[&"export", &id, &"--format", &"trajectories", &"-o", &lines],
+    )
+    .expect_code(0);
+    let lines = std::fs::read_to_string(&lines).unwrap();
+    assert!(!lines.contains("hello"), "{lines}");
+
+    let receiver = crate::otel::Receiver::start(dir.path());
+    wl(store, &[&"otel", &id, &"--endpoint", &receiver.endpoint()]).expect_code(0);
+    let spans = crate::otel::spans(&receiver.received()[0]);
+    let time = |s: &Value, k: &str| s[k].as_str().unwrap().parse::<u64>().unwrap();
+    let root = (spans.iter())
+        .find(|s| s.get("parentSpanId").is_none_or(|p| p == ""))
+        .unwrap();
+    let took = time(root, "endTimeUnixNano") - time(root, "startTimeUnixNano");
+    assert!(took < 3_000_000_000, "{spans:?}");
+    let chat = spans.iter().find(|s| s["name"] == "chat m").unwrap();
+    assert!(
+        time(chat, "endTimeUnixNano") <= time(root, "endTimeUnixNano"),
+        "{spans:?}"
+    );
+    assert!(chat.to_string().contains("worldline.delivered"), "{chat}");
+
+    let ui = crate::ui_support::Server::start(store, &[]);
+    let page = ui.get(&format!("/run/{id}"));
+    assert!(
+        page.body.contains("never delivered"),
+        "the run page marks it"
+    );
+    let page = ui.get(&format!("/run/{id}/event/{seq}"));
+    assert!(
+        page.body.contains("never delivered"),
+        "the event page marks it"
+    );
+
+    // Answers waited for are not marked.
+    let run = run_json(store, &case("js-latency-gather"), &probe());
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let doc = wl(store, &[&"history", &id, &"--json"]);
+    assert!(!doc.stdout.contains("never_delivered"), "{doc}");
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),

@@ -866,6 +866,43 @@ fn bad_model_settings_are_refused_with_where_and_what_to_do() {
     assert!(out.stderr.contains("WORLDLINE_TEST_UNSET_KEY"), "{out}");
 }
 
+/// A fork (one, or a branch of several) of a run whose provider needs an
+/// API key that is not set stops with exit 2 before anything runs, as
+/// `run` and `repro` do, and names the run: the fork ran, its agent got a
+/// 500 naming the variable and the failed calls were recorded; `repro`
+/// named the case's stored object, a file the user never wrote.
+#[test]
+fn fork_and_repro_without_the_api_key_stop_before_anything_runs() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let server = Server::start(vec![completion("first"), completion("second")]);
+    let model = openai_model(&server, "retries = 0");
+    let case = asker_case(dir.path(), "keyed", &[ask("one"), ask("two")], &model, "");
+    let out = run(&store, &case, &asker(), &[]);
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let at = model_events(&out.bundle())[1]["seq"].to_string();
+    let runs = || std::fs::read_dir(store.join("runs")).unwrap().count();
+    let before = runs();
+    for args in [
+        vec!["fork", &id, "--at", &at],
+        vec!["fork", &id, "--at", &at, "--samples", "2"],
+        vec!["repro", &id, "--times", "1"],
+    ] {
+        let out = worldline(&store, &args);
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains(&format!("export {KEY_VAR}=...")),
+            "{out}"
+        );
+        assert!(out.stderr.contains("`keyed`"), "{out}");
+        assert!(out.stderr.contains(&format!("{id}.jsonl: ")), "{out}");
+        assert!(!out.stderr.contains("objects"), "{out}");
+    }
+    assert_eq!(runs(), before, "nothing ran");
+    assert_eq!(server.seen().len(), 2, "only the run called the endpoint");
+}
+
 #[test]
 fn max_connections_bounds_the_calls_in_flight_whatever_the_jobs() {
     let slow = || Reply::Slow("ok".into(), Duration::from_millis(150));

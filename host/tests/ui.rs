@@ -454,6 +454,33 @@ fn a_model_driven_run_reads_as_a_conversation() {
     );
 }
 
+/// The model usage table names what answered each call: a call the
+/// scripted model failed (its first answer timed out) is the provider's,
+/// `scripted`, as the calls it answered are. A failed call showed the
+/// model the agent asked for (here none: `?`).
+#[test]
+fn model_usage_names_the_provider_of_a_failed_call_as_of_an_answered_one() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let out = common::run_json(
+        store,
+        &workspace_root().join("cases/model/model-timeout.toml"),
+        &guest("model-agent"),
+    );
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let s = Server::start(store, &[]);
+    let run = s.get(&format!("/run/{id}"));
+    assert_eq!(run.status, 200);
+    let table = &run.body[run.body.find("id=\"usage\"").expect("a usage table")..];
+    let table = &table[..table.find("</table>").unwrap()];
+    let models: Vec<&str> = (table.split("<td class=\"mono\">").skip(1))
+        .map(|cell| &cell[..cell.find('<').unwrap()])
+        .collect();
+    assert!(models.len() > 1, "{table}");
+    assert!(models.iter().all(|m| *m == "scripted"), "{models:?}");
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),

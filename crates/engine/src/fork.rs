@@ -133,6 +133,25 @@ pub fn other_agent_refused(rec: &RecordedRun) -> Option<InputError> {
     Some(InputError::new("--agent", why))
 }
 
+/// Why `rec` cannot fork here, if it cannot: its case's provider (or its
+/// model-played user's) calls out with an API key whose variable is not
+/// set. `run` refuses that before anything runs; a fork went live without
+/// it and recorded the agent's failed model calls. Named at the run: its
+/// case is a stored object, not a file the user wrote.
+pub fn key_refused(rec: &RecordedRun) -> Option<InputError> {
+    let user = rec.case.user.as_ref().and_then(|u| u.model.as_ref());
+    let (table, var) = [("model", Some(&rec.case.model)), ("user.model", user)]
+        .into_iter()
+        .find_map(|(table, model)| Some((table, model?.missing_key()?)))?;
+    Some(InputError::new(
+        &rec.path,
+        format!(
+            "the run's case `{}` has [{table}] api_key_env naming `{var}`, which is not set, and the fork goes live at its provider; export {var}=... before the fork (the key is never recorded)",
+            rec.case.name
+        ),
+    ))
+}
+
 /// A served episode `rec` forked at event `at`, for a `worldline serve`
 /// session a client's `reset` begins with `fork_of` (decision 0354): the
 /// recorded case, the episode's identity, the options that follow the

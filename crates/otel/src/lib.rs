@@ -30,6 +30,7 @@ use serde_json::Value;
 use worldline_case::canon;
 use worldline_log::log::call::{Answer, Call, CallError, ModelAnswer, ModelRequest, ToolRequest};
 use worldline_log::log::clock::RunClock;
+use worldline_log::log::delivery;
 use worldline_log::log::event::By;
 use worldline_log::log::{Event, HeldBundle, asked};
 use worldline_log::redact::Redactor;
@@ -132,9 +133,13 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
     };
     let start_ns = run.start_ns;
     let at = |vtime: u64| start_ns.saturating_add(vtime);
-    // The latest answer, which (from rules 5) need not be the last event's.
+    // The answers the agent went on without, and when it did: their spans
+    // end then, not when they were ready, and the run's with the last
+    // answer the agent took or step it made, which (from rules 5) need
+    // not be the last event's.
+    let gone = delivery::undelivered(b.events.as_held(), b.header.rules.unwrap_or(0));
     let end = (b.events.as_held().iter())
-        .map(|e| e.vtime_ns)
+        .map(|e| gone.get(&e.seq).copied().unwrap_or(e.vtime_ns))
         .max()
         .unwrap_or(0);
     let footer = b.footer.as_ref();
@@ -242,8 +247,11 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
                         ..Span::default()
                     });
                 }
-                asked = response.message().map(asked::asked).unwrap_or_default();
-                answered_at = e.vtime_ns;
+                // An answer the agent went on without asked it for nothing.
+                if !gone.contains_key(&e.seq) {
+                    asked = response.message().map(asked::asked).unwrap_or_default();
+                    answered_at = e.vtime_ns;
+                }
                 None
             }
             Call::ToolsCall { request, .. } => {
@@ -265,6 +273,16 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
             text("worldline.effect", format!("{:?}", e.effect).to_lowercase()),
             text("worldline.event_hash", e.hash.clone()),
         ]);
+        let went_on = gone.get(&e.seq).copied();
+        if went_on.is_some() {
+            // Ready after the agent had gone on: its span ends where the
+            // agent stopped waiting, and says when the answer was ready.
+            attrs.extend([
+                text("worldline.delivered", "false"),
+                int("worldline.ready_ns", e.vtime_ns as i64),
+            ]);
+        }
+        let end = went_on.unwrap_or(e.vtime_ns).max(start);
         out.push(Span {
             trace_id: trace_id.clone(),
             span_id: id(8, &["span", &chain, &e.seq.to_string()]),
@@ -272,9 +290,9 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
             name,
             kind: span::SpanKind::Client as i32,
             start_time_unix_nano: at(start),
-            end_time_unix_nano: at(e.vtime_ns),
+            end_time_unix_nano: at(end),
             attributes: attrs,
-            events: fault_events(&e, at(e.vtime_ns)),
+            events: fault_events(&e, at(end)),
             status: error.map(|err| Status {
                 code: status::StatusCode::Error as i32,
                 message: format!("{}: {}", err.kind, err.message().as_str().unwrap_or("")),

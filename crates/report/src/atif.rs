@@ -4,7 +4,8 @@
 //!
 //! - the conversation's opening (system and user messages of the first
 //!   model call, or else the case's task) as `system` and `user` steps;
-//! - each model call an `agent` step: its message, reasoning, tool calls,
+//! - each model call an `agent` step (but an answer the agent went on
+//!   without, `log/delivery.rs`): its message, reasoning, tool calls,
 //!   token counts and, where the endpoint returned them, prompt and
 //!   completion token ids and log-probabilities (recorded with the call,
 //!   decision 0350, its tokenizer and chat template in the step's
@@ -19,7 +20,7 @@
 
 use serde_json::{Map, Value, json};
 use worldline_log::log::bundle::HeldBundle;
-use worldline_log::log::{Call, Event, Held, asked};
+use worldline_log::log::{Call, Event, Held, asked, delivery};
 use worldline_protocol::openai_responses::text_of;
 
 /// The ATIF version this writes.
@@ -49,6 +50,8 @@ pub fn document(
         ..Steps::default()
     };
     opening(&mut steps, &mut b.events, task);
+    // The answers the agent went on without are no step of its.
+    let gone = delivery::undelivered(b.events.as_held(), b.header.rules.unwrap_or(0));
     let mut model_name: Option<String> = None;
     let mut tools = Vec::new();
     for seq in 0..b.events.len() as u64 {
@@ -60,6 +63,7 @@ pub fn document(
                     .map(|s| tool_definition(&s.name, &s.description, &s.params))
                     .collect();
             }
+            Call::ModelComplete { .. } if gone.contains_key(&e.seq) => {}
             Call::ModelComplete { request, response } => {
                 let name = response.model().or(request.model()).map(str::to_string);
                 model_name = model_name.or(name.clone());

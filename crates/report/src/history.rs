@@ -5,6 +5,7 @@
 
 use super::timeline::{Cut, short_call, summary_cut};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::Path;
 use worldline_case::canon;
@@ -13,6 +14,7 @@ use worldline_case::world::state::State;
 use worldline_engine::fork::check::describe;
 use worldline_engine::ops::history::{Page, Query};
 use worldline_engine::traceback;
+use worldline_log::log::delivery;
 use worldline_log::log::event::By;
 use worldline_log::log::intent::Intent;
 use worldline_log::log::{Event, Footer, ForkPoint, HeldBundle};
@@ -45,11 +47,18 @@ pub fn json(t: &Timeline<'_>, q: &Query, full: bool) -> Value {
     let b = t.bundle;
     let agent_error = b.footer.as_ref().and_then(traceback::agent_error);
     let cut = if full { Cut::Full } else { Cut::Standard };
+    let gone = undelivered(b);
     let rows: Vec<Value> = t
         .page
         .events
         .iter()
-        .map(|e| json!({"seq": e.seq, "vtime_ns": e.vtime_ns, "call": e.call, "effect": e.effect, "summary": summary_cut(e, cut), "injected": e.injected}))
+        .map(|e| {
+            let mut row = json!({"seq": e.seq, "vtime_ns": e.vtime_ns, "call": e.call, "effect": e.effect, "summary": summary_cut(e, cut), "injected": e.injected});
+            if let Some(at) = gone.get(&e.seq) {
+                row["never_delivered"] = json!({"agent_went_on_ns": at});
+            }
+            row
+        })
         .collect();
     let mut doc = json!({"run": t.path.display().to_string(), "status": status(b), "agent_error": agent_error, "header": b.header, "redacted_view": t.hidden.is_some(), "events": rows});
     // The call a killed run was inside, as the text says it (a script
@@ -265,10 +274,26 @@ pub(crate) fn mark(e: &Event) -> String {
     }
 }
 
+/// The answers of `b` the agent never received, each with when it went on
+/// without it (`log/delivery.rs`).
+fn undelivered(b: &HeldBundle) -> BTreeMap<u64, u64> {
+    delivery::undelivered(b.events.as_held(), b.header.rules.unwrap_or(0))
+}
+
+/// The mark of an answer the agent went on without at `at`.
+fn never_delivered(at: u64) -> String {
+    format!(
+        "  [never delivered: the agent went on without it at {}]",
+        vtime(at)
+    )
+}
+
 /// A line per event of the page, marked where a fault was injected, the
-/// run resumed or a fork's edits apply.
+/// run resumed, a fork's edits apply or the agent went on without the
+/// answer.
 fn write_events(out: &mut impl Write, b: &HeldBundle, page: &Page, cut: Cut) -> io::Result<()> {
     let points = fork_points(b);
+    let gone = undelivered(b);
     let resumed_at = b
         .header
         .parent
@@ -289,6 +314,10 @@ fn write_events(out: &mut impl Write, b: &HeldBundle, page: &Page, cut: Cut) -> 
             }
         } else {
             mark
+        };
+        let mark = match gone.get(&e.seq) {
+            Some(&at) => format!("{mark}{}", never_delivered(at)),
+            None => mark,
         };
         writeln!(
             out,
@@ -352,11 +381,13 @@ pub fn write_streams(
 }
 
 /// `show --at N`: event N of `run` in full (request, response, effect,
-/// what was injected and written), then the world after it.
+/// what was injected and written, whether the agent went on without its
+/// answer, and when: `gone`), then the world after it.
 pub fn write_event(
     out: &mut impl Write,
     run: &str,
     event: &Event,
+    gone: Option<u64>,
     origin: Option<&Origin>,
     state: &State,
 ) -> io::Result<()> {
@@ -381,6 +412,13 @@ pub fn write_event(
         vtime(event.vtime_ns),
         event.fuel
     )?;
+    if let Some(at) = gone {
+        writeln!(
+            out,
+            "never delivered: the agent went on without it at {}, before it was ready",
+            vtime(at)
+        )?;
+    }
     if let Some(i) = &event.injected {
         writeln!(out, "injected: {}", canon::to_string(i))?;
     }

@@ -711,6 +711,7 @@ fn show_writes_the_event_whole_and_the_world_after_it() {
         out,
         "20261128-093040-d00d0004",
         &event,
+        None,
         origin.as_ref(),
         &state
     )));

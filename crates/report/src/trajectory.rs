@@ -39,7 +39,7 @@ use std::collections::BTreeMap;
 use worldline_engine::fuzz::stats::{pass_at_ks, pass_hat_ks};
 use worldline_engine::fuzz::summary::PassK;
 use worldline_log::log::bundle::{Footer, Header, HeldBundle};
-use worldline_log::log::{Call, Event, Held, asked};
+use worldline_log::log::{Call, Event, Held, asked, delivery};
 
 /// One line of the trajectories file.
 #[derive(Serialize)]
@@ -82,6 +82,8 @@ impl Trajectory {
         let footer = b.footer.as_ref();
         let grade = footer.and_then(|f| f.grade.as_ref());
         let verdict = footer.and_then(|f| f.verdict());
+        // The answers the agent went on without are no turn of its.
+        let gone = delivery::undelivered(b.events.as_held(), b.header.rules.unwrap_or(0));
         Trajectory {
             group: None,
             model_seed: b.header.model_seed,
@@ -91,14 +93,14 @@ impl Trajectory {
             checks: grade
                 .and_then(|g| g["assertions"].as_array().cloned())
                 .unwrap_or_default(),
-            messages: messages(&mut b.events),
+            messages: messages(&mut b.events, &gone),
             reward: footer.and_then(Footer::reward),
             run_id: run_id.to_string(),
             seed: b.header.seed,
             status: footer.map_or("incomplete", |f| f.status.as_str()),
             task,
-            tokens: tokens(b.events.as_held()),
-            tokens_missing: tokens_missing(b.events.as_held()),
+            tokens: tokens(b.events.as_held(), &gone),
+            tokens_missing: tokens_missing(b.events.as_held(), &gone),
             verdict,
             world: b.header.world.clone(),
         }
@@ -175,10 +177,12 @@ pub fn groups(runs: &[Member]) -> Vec<Option<Value>> {
         .collect()
 }
 
-/// Each model call's recorded token ids, whole, in call order.
-pub fn tokens(events: &[Event]) -> Vec<Value> {
+/// Each model call's recorded token ids, whole, in call order, but those
+/// of the answers the agent went on without (`gone`).
+pub fn tokens(events: &[Event], gone: &BTreeMap<u64, u64>) -> Vec<Value> {
     worldline_log::log::tokens::read(events)
         .into_iter()
+        .filter(|(seq, _)| !gone.contains_key(seq))
         .map(|(seq, t)| {
             json!({
                 "seq": seq,
@@ -193,13 +197,14 @@ pub fn tokens(events: &[Event]) -> Vec<Value> {
 }
 
 /// The answered model calls without token ids in a run some of whose
-/// calls have them (none when no call has any: `tokens` is left out).
-fn tokens_missing(events: &[Event]) -> Vec<u64> {
+/// calls have them (none when no call has any: `tokens` is left out),
+/// but the answers the agent went on without (`gone`).
+fn tokens_missing(events: &[Event], gone: &BTreeMap<u64, u64>) -> Vec<u64> {
     let model = worldline_log::log::Kind::ModelComplete.name();
     let answered = || {
-        events
-            .iter()
-            .filter(|e| e.call == model && e.response.get("ok").is_some())
+        events.iter().filter(|e| {
+            e.call == model && e.response.get("ok").is_some() && !gone.contains_key(&e.seq)
+        })
     };
     if !answered().any(|e| e.response["model_call"].get("tokens").is_some()) {
         return Vec::new();
@@ -242,9 +247,12 @@ fn tool_message(id: &str, response: worldline_log::log::payload::Answer) -> Valu
 
 /// The chat messages of a run (see the module comment): the last model
 /// call's request put back whole, its answer, and the results of the
-/// calls that answer asked for, when the agent made them after it.
-fn messages(held: &mut Held) -> Vec<Value> {
+/// calls that answer asked for, when the agent made them after it. An
+/// answer the agent went on without (`gone`) is none of them: the last
+/// model call is the last the agent got an answer to.
+fn messages(held: &mut Held, gone: &BTreeMap<u64, u64>) -> Vec<Value> {
     let last_model = held.as_held().iter().rev().find_map(|e| match e.typed() {
+        Call::ModelComplete { .. } if gone.contains_key(&e.seq) => None,
         Call::ModelComplete { request, response } => {
             request.messages()?;
             Some((e.seq, response.message().cloned()))

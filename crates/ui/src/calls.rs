@@ -18,6 +18,7 @@
 use super::html::{url, vtime};
 use maud::{Markup, html};
 use worldline_log::log::clock::RunClock;
+use worldline_log::log::delivery;
 use worldline_log::log::{Call, Event, Kind};
 
 /// Whether `e` is a tool call.
@@ -75,21 +76,29 @@ fn label(call: Call) -> String {
     }
 }
 
-/// The calls of `events`, of a run under `rules`, with their spans.
+/// The calls of `events`, of a run under `rules`, with their spans: an
+/// answer the agent went on without ends where it went on, marked
+/// (`log/delivery.rs`).
 pub(crate) fn spans(events: &[Event], rules: u32) -> Vec<Span> {
     let mut clock = RunClock::new(rules);
+    let gone = delivery::undelivered(events, rules);
     events
         .iter()
         .filter_map(|e| {
             let call = e.typed();
             let start_ns = clock.began(e.vtime_ns, &call);
             let kind = kind_of(e)?;
+            let went_on = gone.get(&e.seq).copied();
+            let mut label = label(call);
+            if went_on.is_some() {
+                label.push_str(" (never delivered)");
+            }
             Some(Span {
                 seq: e.seq,
                 kind,
-                label: label(call),
+                label,
                 start_ns,
-                end_ns: e.vtime_ns.max(start_ns),
+                end_ns: went_on.unwrap_or(e.vtime_ns).max(start_ns),
             })
         })
         .collect()
@@ -110,8 +119,14 @@ pub(crate) fn chart(
     range: std::ops::Range<usize>,
 ) -> Markup {
     let spans = spans(events, rules);
-    // The latest answer, which (from rules 5) need not be the last event's.
-    let total = events.iter().map(|e| e.vtime_ns).max().unwrap_or(0).max(1);
+    // The latest answer the agent took or step it made, which (from rules
+    // 5) need not be the last event's.
+    let gone = delivery::undelivered(events, rules);
+    let total = (events.iter())
+        .map(|e| gone.get(&e.seq).copied().unwrap_or(e.vtime_ns))
+        .max()
+        .unwrap_or(0)
+        .max(1);
     if spans.is_empty() {
         return html! {};
     }

@@ -106,13 +106,17 @@ fn model_call(
     i: usize,
     (held, response): (&mut Held, &ModelAnswer),
     (seen, previous): (&mut usize, &mut Option<Value>),
-    shown: bool,
+    (shown, gone): (bool, bool),
 ) -> Option<Markup> {
     let e = &events[i];
     let (messages, count) = sent_from(held, e.seq, *seen);
     *seen = count;
     let answer = response.message().cloned().unwrap_or(Value::Null);
-    let before = previous.replace(answer.clone());
+    // An answer the agent went on without is no message it sends back.
+    let before = match gone {
+        true => previous.clone(),
+        false => previous.replace(answer.clone()),
+    };
     if !shown {
         return None;
     }
@@ -124,6 +128,7 @@ fn model_call(
         @for m in new { (m) }
         div.msg.assistant {
             b { "model" } " " (link(id, e.seq)) " "
+            @if gone { span.mark.undelivered { "never delivered" } " " }
             @match &response.error {
                 Some(err) => { span.badge.bad { (err.kind) } " " (text_of(err.message())) }
                 None => { (text_of(&answer["content"])) (tool_calls(id, events, i, &answer["tool_calls"])) }
@@ -203,10 +208,11 @@ fn is_part(e: &Event) -> bool {
 
 /// The conversation (nothing when the run has none), the page of it
 /// `q`'s `conv` asks for (the first by default) and its pager: `events`
-/// as their rows read them, `held` for each model call's messages.
+/// as their rows read them, `held` for each model call's messages, the
+/// answers the agent went on without (`gone`) marked.
 pub(crate) fn section(
     id: &str,
-    events: &[Event],
+    (events, gone): (&[Event], &BTreeMap<u64, u64>),
     held: &mut Held,
     q: &BTreeMap<String, String>,
 ) -> Markup {
@@ -236,7 +242,7 @@ pub(crate) fn section(
                 i,
                 (&mut *held, &response),
                 (&mut state.0, &mut state.1),
-                shown,
+                (shown, gone.contains_key(&e.seq)),
             ),
             _ if !shown => None,
             Call::UserSay { request, response } => Some(user_turn(id, e, &request, &response)),

@@ -17,8 +17,8 @@ use worldline_case::canon;
 use worldline_case::world::state::State;
 use worldline_engine::grade::diff::{self, StateDiff};
 use worldline_engine::grade::final_state;
-use worldline_log::log::Event;
 use worldline_log::log::bundle::{self, HeldBundle};
+use worldline_log::log::{Event, delivery};
 
 /// What the fork form shows again after a refused fork.
 pub(crate) struct Refused<'a> {
@@ -143,6 +143,7 @@ pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> R
         r.whole(&rec.bundle.header, held, rec.bundle.footer.as_ref());
     }
     let events = rec.events();
+    let gone = delivery::undelivered(events, rec.rules).get(&n).copied();
     let mut before = final_state(&rec.case.world.initial, &events[..n as usize]);
     let mut after = before.clone();
     for w in &e.writes {
@@ -171,7 +172,7 @@ pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> R
     };
     let o = html! {
         p { a href=(super::find::to_event(&id, n as usize)) { "← run " span.mono { (id) } } }
-        h1 { "Event " (n) ": " span.mono { (e.call) } " " (marks(&e, &fork_points(&rec.bundle.header))) }
+        h1 { "Event " (n) ": " span.mono { (e.call) } " " (marks(&e, &fork_points(&rec.bundle.header), gone)) }
         (steps(&id, events, n as usize))
         (detail(&e))
         (fork_form(app, &id, n, &e.response, refused.as_ref()))
@@ -201,9 +202,12 @@ fn copy_page(app: &Seen, path: &std::path::Path, mut b: HeldBundle, n: u64) -> R
     let events: Vec<Event> = (0..count as u64)
         .filter_map(|seq| b.events.shown(seq).map(std::borrow::Cow::into_owned))
         .collect();
+    let gone = delivery::undelivered(&events, b.header.rules.unwrap_or(0))
+        .get(&n)
+        .copied();
     let o = html! {
         p { a href=(super::find::to_event(&id, n as usize)) { "← run " span.mono { (id) } } }
-        h1 { "Event " (n) ": " span.mono { (e.call) } " " (marks(&e, &fork_points(&b.header))) }
+        h1 { "Event " (n) ": " span.mono { (e.call) } " " (marks(&e, &fork_points(&b.header), gone)) }
         (steps(&id, &events, n as usize))
         (super::run::copy_note(&b.header))
         (detail(&e))

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use worldline_case::canon;
 use worldline_engine::fork::check::describe;
 use worldline_log::log::bundle::{self, Footer, Header, HeldBundle};
-use worldline_log::log::{Call, Event, Held};
+use worldline_log::log::{Call, Event, Held, delivery};
 use worldline_store::index::Index;
 
 /// The run id of a bundle path.
@@ -233,7 +233,12 @@ fn events(
         .unwrap_or(1)
         .clamp(1, pages);
     let range = (at - 1) * PER_PAGE..(at * PER_PAGE).min(n);
-    let table = super::timeline::table(id, &b.events, range.clone(), &fork_points(&b.header));
+    let gone = delivery::undelivered(&b.events, b.header.rules.unwrap_or(0));
+    let marked = super::timeline::Marked {
+        fork_points: &fork_points(&b.header),
+        gone: &gone,
+    };
+    let table = super::timeline::table(id, &b.events, range.clone(), &marked);
     let markup = html! {
         h2 { "Timeline " small {
             // A run killed before its first event has none (it said
@@ -333,6 +338,7 @@ pub(crate) fn body(
     let lineage = super::lineage::tree(&app.store, &index, &id, b.header.parent.as_ref());
     let (table, range) = events(&id, &mut b, q);
     let usage = super::usage::RunUsage::of(&b.events, &prices);
+    let gone = delivery::undelivered(&b.events, b.header.rules.unwrap_or(0));
     let footer = b.footer.as_ref();
     let o = html! {
         (header(&id, &b))
@@ -345,7 +351,7 @@ pub(crate) fn body(
         (super::calls::chart(&id, &b.events, b.header.rules.unwrap_or(0), range))
         h2 { "Lineage" } (lineage)
         (table)
-        (super::conversation::section(&id, &b.events, &mut b.held, q))
+        (super::conversation::section(&id, (&b.events, &gone), &mut b.held, q))
         @if let Some(f) = footer.filter(|f| !f.stderr.is_empty()) {
             details { summary { "stderr (" (f.stderr.len()) " bytes)" } pre { (f.stderr) } }
         }

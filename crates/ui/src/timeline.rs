@@ -21,6 +21,7 @@
 use super::calls::{is_tool_call, tool_name};
 use super::html::{url, vtime};
 use maud::{Markup, html};
+use std::collections::BTreeMap;
 use std::ops::Range;
 use worldline_log::log::event::By;
 use worldline_log::log::payload::{ModelAnswer, ModelRequest};
@@ -60,8 +61,10 @@ pub(crate) fn startup_len(events: &[Event]) -> usize {
     }
 }
 
-/// An event's marks: injected or fuzz faults, a fork's answer, a fork point.
-pub(crate) fn marks(e: &Event, fork_points: &[u64]) -> Markup {
+/// An event's marks: injected or fuzz faults, a fork's answer, a fork
+/// point, an answer the agent went on without (at `gone`, before it was
+/// ready: `log/delivery.rs`).
+pub(crate) fn marks(e: &Event, fork_points: &[u64], gone: Option<u64>) -> Markup {
     let injected = e.mark().map(|m| {
         let action = m.action.and_then(|a| a.as_str()).unwrap_or("?");
         let class = match m.by {
@@ -76,6 +79,9 @@ pub(crate) fn marks(e: &Event, fork_points: &[u64]) -> Markup {
             span class={ "mark " (class) } title=(all) { (class) ": " (action) }
         }
         @if fork_points.contains(&e.seq) { span.mark.fork { "fork point" } }
+        @if let Some(at) = gone {
+            span.mark.undelivered title={ "ready at " (vtime(e.vtime_ns)) ", after the agent had gone on at " (vtime(at)) } { "never delivered" }
+        }
     }
 }
 
@@ -111,7 +117,7 @@ fn model_what(
     }
 }
 
-fn row(id: &str, events: &[Event], e: &Event, fork_points: &[u64]) -> Markup {
+fn row(id: &str, events: &[Event], e: &Event, marked: &Marked) -> Markup {
     let call = worldline_report::timeline::short_call(&e.call);
     let href = format!("/run/{}/event/{}", url(id), e.seq);
     html! {
@@ -125,7 +131,7 @@ fn row(id: &str, events: &[Event], e: &Event, fork_points: &[u64]) -> Markup {
                     Call::ModelComplete { request, response } => { (model_what(id, events, e, (&request, &response))) }
                     _ => { (summary(e)) }
                 }
-                (marks(e, fork_points))
+                (marks(e, marked.fork_points, marked.gone.get(&e.seq).copied()))
             }
         }
     }
@@ -136,7 +142,7 @@ fn head() -> Markup {
 }
 
 /// The folded interpreter start-up rows of `range`.
-fn startup(id: &str, events: &[Event], range: &Range<usize>, fork_points: &[u64]) -> Markup {
+fn startup(id: &str, events: &[Event], range: &Range<usize>, marked: &Marked) -> Markup {
     let end = startup_len(events).min(range.end);
     if range.start >= end {
         return html! {};
@@ -144,18 +150,18 @@ fn startup(id: &str, events: &[Event], range: &Range<usize>, fork_points: &[u64]
     html! {
         details #startup {
             summary { (end - range.start) " interpreter start-up events (" (range.start) "–" (end - 1) ")" }
-            table { (head()) tbody { @for e in &events[range.start..end] { (row(id, events, e, fork_points)) } } }
+            table { (head()) tbody { @for e in &events[range.start..end] { (row(id, events, e, marked)) } } }
         }
     }
 }
 
 /// The rows of `range` after the start-up: runs of stdio folded into one.
-fn body(id: &str, events: &[Event], from: usize, to: usize, fork_points: &[u64]) -> Markup {
+fn body(id: &str, events: &[Event], from: usize, to: usize, marked: &Marked) -> Markup {
     let mut parts = Vec::new();
     let mut i = from;
     while i < to {
         if !is_stdio(&events[i]) {
-            parts.push(row(id, events, &events[i], fork_points));
+            parts.push(row(id, events, &events[i], marked));
             i += 1;
             continue;
         }
@@ -177,24 +183,26 @@ fn body(id: &str, events: &[Event], from: usize, to: usize, fork_points: &[u64])
     html! { @for p in parts { (p) } }
 }
 
+/// What a row's marks read besides its event.
+pub(crate) struct Marked<'a> {
+    pub fork_points: &'a [u64],
+    /// The answers the agent went on without, and when.
+    pub gone: &'a BTreeMap<u64, u64>,
+}
+
 /// The table of `range`, with the runtime-events toggle.
-pub(crate) fn table(
-    id: &str,
-    events: &[Event],
-    range: Range<usize>,
-    fork_points: &[u64],
-) -> Markup {
+pub(crate) fn table(id: &str, events: &[Event], range: Range<usize>, marked: &Marked) -> Markup {
     let from = startup_len(events).clamp(range.start, range.end);
     let noise = events[from..range.end]
         .iter()
         .filter(|e| is_noise(e))
         .count();
     html! {
-        (startup(id, events, &range, fork_points))
+        (startup(id, events, &range, marked))
         label.toggle for="show-noise" {
             input #show-noise type="checkbox";
             " show the runtime's own events (" (noise) " on this page: clock and randomness reads, polls, environment) — key r"
         }
-        table #timeline.hide-noise { (head()) tbody { (body(id, events, from, range.end, fork_points)) } }
+        table #timeline.hide-noise { (head()) tbody { (body(id, events, from, range.end, marked)) } }
     }
 }

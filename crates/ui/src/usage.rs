@@ -42,11 +42,13 @@ impl CallUsage {
             .and_then(|r| r.usage.as_ref())
             .or(response.usage())
             .unwrap_or(&null);
-        let model = response
-            .model()
-            .or(request.model())
-            .unwrap_or("?")
-            .to_string();
+        // Priced as the model that answered, else the one asked for (a
+        // failed call has no tokens).
+        let priced = response.model().or(request.model()).unwrap_or("?");
+        // Shown as what answered, a failed call as its provider (`scripted`
+        // answers as `scripted`; a failed call showed the model asked for).
+        let provider = record.and_then(|r| r.detail.get("provider")?.as_str());
+        let model = response.model().or(provider).or(request.model());
         let input = n(&usage["prompt_tokens"]).max(n(&usage["input_tokens"]));
         let output = n(&usage["completion_tokens"]).max(n(&usage["output_tokens"]));
         let latency = |f: fn(&worldline_log::log::payload::ProviderRecord) -> &Option<Value>| {
@@ -54,8 +56,8 @@ impl CallUsage {
         };
         CallUsage {
             seq,
-            cost: prices.cost(&model, input, output),
-            model,
+            cost: prices.cost(priced, input, output),
+            model: model.unwrap_or("?").to_string(),
             input,
             output,
             virtual_ms: latency(|r| &r.virtual_latency_ms).unwrap_or(0),

@@ -142,6 +142,9 @@ fn branch(
     samples: u64,
 ) -> Result<ExitCode> {
     super::runs_at_most("--samples", samples)?;
+    if let Some(refused) = fork::key_refused(rec) {
+        return Err(refused.into());
+    }
     let edits = fork::check::EditText {
         respond: args.respond.clone(),
         allow: args.allow.clone(),

@@ -14,7 +14,7 @@ use worldline_case::shown::Escaped;
 use worldline_engine::grade::final_state;
 use worldline_engine::ops::history;
 use worldline_engine::replay;
-use worldline_log::log::bundle;
+use worldline_log::log::{bundle, delivery};
 use worldline_report::diff as compare;
 use worldline_report::history as report;
 use worldline_report::timeline::Cut;
@@ -188,6 +188,17 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
         )
         .into());
     };
+    // Whether the agent went on without the event's answer is told by the
+    // events after it: read them all for an answer over HTTP.
+    let gone = match delivery::over_http(&event) {
+        true => {
+            let whole = replay::open_held(&store, &args.run)?;
+            delivery::undelivered(whole.events(), whole.rules)
+                .get(&args.at)
+                .copied()
+        }
+        false => None,
+    };
     let mut state = final_state(&rec.case.world.initial, &rec.events()[..=args.at as usize]);
     let state_hash = state.hash();
     let mut event = event;
@@ -208,7 +219,10 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
     };
     let event = &event;
     let origin = &rec.bundle.header.origin;
-    let doc = json!({"run": rec.id, "event": event, "state_after": state, "state_hash_after": state_hash, "redacted_view": redacted, "origin": origin});
+    let mut doc = json!({"run": rec.id, "event": event, "state_after": state, "state_hash_after": state_hash, "redacted_view": redacted, "origin": origin});
+    if let Some(at) = gone {
+        doc["never_delivered"] = json!({"agent_went_on_ns": at});
+    }
     if args.common.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
@@ -216,6 +230,7 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
             &mut super::human_out(),
             &rec.id,
             event,
+            gone,
             origin.as_ref(),
             &state,
         )?;

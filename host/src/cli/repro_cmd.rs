@@ -55,7 +55,8 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
         user_set: args.user_model_set.clone(),
         model_seed: None,
     }
-    .apply(&mut rec.case)?;
+    .apply(&mut rec.case)
+    .map_err(|e| at_the_run(e, &rec))?;
     let Some(footer) = &rec.bundle.footer else {
         return Err(InputError::new(
             &rec.path,
@@ -125,6 +126,21 @@ fn recordings_in_store(case: &mut worldline_case::case::Case, store: &StoreDir) 
         if model.unreadable_recording(&dir, "the case file").is_some() {
             model.recording = Some(runs.clone());
         }
+    }
+}
+
+/// An error `apply` placed at the run's case as the store keeps it
+/// (`.worldline/objects/…`, a file the user never wrote), placed at the run.
+fn at_the_run(e: anyhow::Error, rec: &replay::RecordedRun) -> anyhow::Error {
+    match e.downcast::<InputError>() {
+        Ok(mut e) if e.file == rec.case.path => {
+            e.file = rec.path.clone();
+            e.line = None;
+            e.message = format!("its case `{}`: {}", rec.case.name, e.message);
+            e.into()
+        }
+        Ok(e) => e.into(),
+        Err(e) => e,
     }
 }
 

@@ -32,7 +32,8 @@ pub struct Forked {
 #[derive(Debug)]
 pub enum ForkError {
     /// The edits do not parse or do not fit the run (nor does another
-    /// agent, for a run that forks only with its own).
+    /// agent, for a run that forks only with its own), or the provider it
+    /// goes live at needs an API key that is not set.
     Edits(InputError),
     /// The other agent could not be loaded.
     Agent(anyhow::Error),
@@ -79,6 +80,9 @@ pub fn fork(
     if args.agent.is_some()
         && let Some(refused) = fork::other_agent_refused(rec)
     {
+        return Err(ForkError::Edits(refused));
+    }
+    if let Some(refused) = fork::key_refused(rec) {
         return Err(ForkError::Edits(refused));
     }
     let agent = match &args.agent {

@@ -17,6 +17,7 @@ pub mod asked;
 pub mod bundle;
 pub mod call;
 pub mod clock;
+pub mod delivery;
 mod delta;
 pub mod event;
 mod fold;
