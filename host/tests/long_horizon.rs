@@ -719,7 +719,8 @@ fn a_replay_its_own_watchdog_stops_is_a_timeout_not_drift() {
 /// `history` and `export --redacted` of a 150-call run take a few times
 /// what `history` takes without one, where they read the whole
 /// conversation again at every call (main's before this, debug build:
-/// `history` 23.0 s redacted against 0.09 s not; after, 1.1 s).
+/// `history` 23.0 s redacted against 0.09 s not; after, 1.1 s; at a load
+/// of 12, 0.52 s plain and 4.2 s exported redacted, hence the margin).
 #[test]
 fn a_long_run_s_redacted_views_take_a_few_times_the_plain_one() {
     const N: usize = 150;
@@ -754,8 +755,8 @@ fn a_long_run_s_redacted_views_take_a_few_times_the_plain_one() {
     );
     for (what, took) in [("history", redacted), ("export --redacted", export)] {
         assert!(
-            took <= plain * 6 + std::time::Duration::from_secs(1),
-            "{what} of {N} calls took {took:?} redacted, over 6 times the {plain:?} `history` takes without a policy: the view reads the conversation once per call"
+            took <= plain * 10 + std::time::Duration::from_secs(2),
+            "{what} of {N} calls took {took:?} redacted, over 10 times the {plain:?} `history` takes without a policy: the view reads the conversation once per call"
         );
     }
 }

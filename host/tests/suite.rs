@@ -1407,14 +1407,24 @@ fn a_signal_while_the_agent_and_services_compile_ends_the_suite_at_once() {
         ),
     )
     .unwrap();
-    let mut child = cli()
+    let mut suite = cli();
+    suite
         .arg("test")
         .current_dir(dir.path())
         .env(OWN_COMPILE_CACHE.0, OWN_COMPILE_CACHE.1)
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(std::process::Stdio::piped());
+    // SIGINT's default action, which the suite keeps while it compiles: a
+    // test binary started in the background by a shell without job
+    // control ignores SIGINT, and its children inherit that.
+    // SAFETY: only `signal`, which is async-signal-safe, between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut suite, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = suite.spawn().unwrap();
     // Once the agent is compiled: the service compiles then (50 s here).
     let signalled = std::cell::Cell::new(None);
     let ready = || {
