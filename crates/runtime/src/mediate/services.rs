@@ -90,9 +90,15 @@ impl HostServices {
         }
     }
 
-    /// The virtual wall-clock time as RFC 3339 text.
+    /// The virtual wall-clock time as RFC 3339 text: from rules 9 with
+    /// the seconds' fraction in nine digits, so such texts sort as times.
     pub fn now_text(&self) -> String {
-        time::rfc3339(self.clock.wall_ns())
+        use worldline_log::log::rules;
+        if self.rules >= rules::NOW_WITH_NINE_FRACTION_DIGITS {
+            time::rfc3339_nine_digits(self.clock.wall_ns())
+        } else {
+            time::rfc3339(self.clock.wall_ns())
+        }
     }
 
     /// A tool's answer now, under the run's rules.
