@@ -799,9 +799,19 @@ fn recorded_then_anew(
     name: &str,
     probe: &str,
 ) -> (impl Fn(&str) -> usize, CliOutput, Value) {
-    let old = common::imported_fixture(store, "before-rules-3", &format!("{name}.json"));
+    recorded_in_then_anew(store, "before-rules-3", name, probe)
+}
+
+/// [`recorded_then_anew`] of the fixture `name` in `tests/bundles/<folder>`.
+fn recorded_in_then_anew(
+    store: &Path,
+    folder: &str,
+    name: &str,
+    probe: &str,
+) -> (impl Fn(&str) -> usize, CliOutput, Value) {
+    let old = common::imported_fixture(store, folder, &format!("{name}.json"));
     let recording = common::bundle_in(store, &old);
-    let case = tests_dir().join(format!("bundles/before-rules-3/{name}.toml"));
+    let case = tests_dir().join(format!("bundles/{folder}/{name}.toml"));
     let out = exec_run(
         store,
         &case,
@@ -895,6 +905,146 @@ fn chat_messages_openai_refuses_are_its_400_not_a_model_s_answer() {
     }
     assert_eq!(calls_of(&out.bundle(), MODEL_CALL), 1);
     replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+}
+
+/// The model APIs answer as their vendors do from rules 9 (decision
+/// 0423): a stream of `n: 2` carries both choices, Anthropic's content
+/// filter is `refusal`, a Messages role other than `user`/`assistant` is
+/// its 400, a native agent's Messages timeout is Anthropic's
+/// `timeout_error`, a Responses `input` of the wrong type, an image part
+/// and a `web_search` tool are 400s saying so, a Responses stream sends
+/// `response.in_progress` before any usage, and `$now` writes nine
+/// fraction digits. The run recorded under rules 8
+/// (`tests/bundles/before-rules-9/answers.json`), whose every request
+/// carries a digest of the answers before it, replays as it ran.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn model_api_answers_take_the_vendors_shapes_from_rules_9() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (recorded, out, output) =
+        recorded_in_then_anew(&store, "before-rules-9", "answers", "answers_probe.py");
+    // Under rules 8 the bogus role and the image reached the model.
+    assert_eq!(recorded(MODEL_CALL), 8);
+    let got = output["got"].as_array().unwrap();
+    let status = |i: usize| got[i][0].as_u64().unwrap();
+    let text = |i: usize| got[i][1].as_str().unwrap();
+    let json = |i: usize| serde_json::from_str::<Value>(text(i)).unwrap();
+    assert!(text(0).contains(r#""index":1"#), "two choices: {}", text(0));
+    assert_eq!(json(1)["stop_reason"], "refusal", "{}", text(1));
+    assert_eq!(status(3), 408, "{}", text(3));
+    assert_eq!(
+        (&json(3)["type"], &json(3)["error"]["type"]),
+        (&Value::from("error"), &Value::from("timeout_error"))
+    );
+    let events: Vec<&str> = (text(4).lines())
+        .filter_map(|l| l.strip_prefix("event: "))
+        .collect();
+    assert_eq!(events[..2], ["response.created", "response.in_progress"]);
+    let created = (text(4).lines().nth(1))
+        .and_then(|l| l.strip_prefix("data: "))
+        .unwrap();
+    let created: Value = serde_json::from_str(created).unwrap();
+    assert_eq!(created["response"]["usage"], Value::Null);
+    let as_of = json(5)["as_of"].as_str().unwrap().to_string();
+    assert_eq!(as_of, "2026-03-01T12:05:06.206000000Z");
+    assert_eq!(status(6), 400, "{}", text(6));
+    assert_eq!(
+        json(6)["error"]["message"],
+        "messages.0.role: Input should be 'user' or 'assistant'"
+    );
+    assert_eq!(status(7), 400);
+    assert_eq!(json(7)["error"]["code"], "invalid_type", "{}", text(7));
+    assert_eq!(status(8), 400);
+    assert!(text(8).contains("input_image"), "{}", text(8));
+    assert_eq!(status(9), 200);
+    replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+}
+
+/// Answers of an OpenAI-compatible endpoint put in each API's shape
+/// (rules 9): a refusal reaches the agent over all three APIs, a tool
+/// call whose arguments are no JSON object is a Messages 500 saying so
+/// (it was `{}`), and an answer with no choice fails the model call (it
+/// was an answer with nothing in it).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn refusals_unreadable_tool_input_and_no_choice_are_answered_as_the_vendors() {
+    let completion = |message: Value, finish: &str| {
+        serde_json::json!({"id": "chatcmpl-up", "object": "chat.completion", "created": 1, "model": "up",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12}})
+    };
+    let refusal = completion(
+        serde_json::json!({"role": "assistant", "content": null, "refusal": "I cannot help with that"}),
+        "stop",
+    );
+    let broken = completion(
+        serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "get_alert", "arguments": "{\"id\": \"ALERT-7\""}}]}),
+        "tool_calls",
+    );
+    let mut empty = completion(Value::Null, "stop");
+    empty["choices"] = serde_json::json!([]);
+    let (url, _) = common::chat::serve_answers(vec![
+        refusal.clone(),
+        refusal.clone(),
+        refusal,
+        broken,
+        empty,
+    ]);
+    let dir = temp_dir();
+    let case = dir.path().join("upstream.toml");
+    std::fs::write(
+        &case,
+        format!(
+            "world = \"incident@v5\"\nseed = 3\nclock = 2026-03-01T12:05:00Z\ntask = {{}}\n[model]\nprovider = \"openai\"\nbase_url = \"{url}\"\nmodel = \"up\"\nretries = 0\n"
+        ),
+    )
+    .unwrap();
+    let hi = serde_json::json!([{"role": "user", "content": "hi"}]);
+    let asks = serde_json::json!([
+        ["chat", {"model": "m", "messages": hi, "stream": true}],
+        ["responses", {"model": "m", "input": "hi"}],
+        ["messages", {"model": "c", "max_tokens": 9, "messages": hi}],
+        ["messages", {"model": "c", "max_tokens": 9, "messages": hi}],
+        ["chat", {"model": "m", "messages": hi}],
+    ])
+    .to_string();
+    let store = dir.path().join("store");
+    let probe = tests_dir().join("native/asks_probe.py");
+    let out = exec_run(
+        &store,
+        &case,
+        &probe,
+        &["--pass-env", "ASKS"],
+        &[("ASKS", &asks)],
+    );
+    out.expect_code(0);
+    let got: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    let text = |i: usize| got[i][1].as_str().unwrap();
+    let json = |i: usize| serde_json::from_str::<Value>(text(i)).unwrap();
+    assert!(
+        text(0).contains(r#""delta":{"refusal":"I cannot help wi"}"#),
+        "{}",
+        text(0)
+    );
+    assert_eq!(
+        json(1)["output"][0]["content"][0],
+        serde_json::json!({"type": "refusal", "refusal": "I cannot help with that"})
+    );
+    assert_eq!(json(2)["stop_reason"], "refusal", "{}", text(2));
+    assert_eq!(json(2)["content"][0]["text"], "I cannot help with that");
+    assert_eq!(got[3][0], 500, "{}", text(3));
+    assert!(text(3).contains("no JSON object"), "{}", text(3));
+    assert_eq!(got[4][0], 500, "{}", text(4));
+    assert!(text(4).contains("no choice"), "{}", text(4));
+    assert_eq!(calls_of(&out.bundle(), MODEL_CALL), 5);
 }
 
 #[test]

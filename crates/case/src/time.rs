@@ -113,6 +113,15 @@ pub fn rfc3339(unix_ns: i128) -> String {
     String::from_utf8(text).expect("ASCII digits and separators")
 }
 
+/// RFC 3339 UTC text of Unix nanoseconds with the seconds' fraction in
+/// nine digits always (`2026-03-01T12:05:00.000000000Z`), so that texts of
+/// it sort in the order of their times: a tool's `$now` from rules 9.
+pub fn rfc3339_nine_digits(unix_ns: i128) -> String {
+    let whole = rfc3339(unix_ns.div_euclid(1_000_000_000) * 1_000_000_000);
+    let nanos = unix_ns.rem_euclid(1_000_000_000);
+    format!("{}.{nanos:09}Z", whole.trim_end_matches('Z'))
+}
+
 /// Unix nanoseconds of the `clock` a case file's text sets (its run's
 /// virtual time 0), if it sets one. Only `clock` is read: a seed past
 /// 2^63 − 1, which a case may give as a bare integer, is no value of a
@@ -233,6 +242,24 @@ mod tests {
 
     /// The digits written one by one are `format!`'s, across whole
     /// seconds and fractions, and years past 9999 and before 0.
+    #[test]
+    fn nine_digits_sort_as_their_times() {
+        let at = |ns: i128| rfc3339_nine_digits(1_772_366_700_000_000_000 + ns);
+        assert_eq!(at(0), "2026-03-01T12:05:00.000000000Z");
+        assert_eq!(at(3_240_000_000), "2026-03-01T12:05:03.240000000Z");
+        let texts = [
+            at(0),
+            at(3_000_000_000),
+            at(3_238_000_000),
+            at(3_240_000_000),
+            at(3_240_000_001),
+        ];
+        assert!(texts.windows(2).all(|w| w[0] < w[1]), "{texts:?}");
+        for t in &texts {
+            assert_eq!(rfc3339_nine_digits(parse_rfc3339(t).unwrap()), *t);
+        }
+    }
+
     #[test]
     fn rfc3339_writes_what_format_wrote() {
         let by_format = |ns: i128| {

@@ -6,7 +6,7 @@
 //! body and status.
 
 use super::openai_chat::Reply;
-use super::{HttpResponse, sse};
+use super::{Fidelity, HttpResponse, sse};
 use serde_json::{Map, Value, json};
 use worldline_case::error_kind::ErrorKind;
 
@@ -16,6 +16,8 @@ pub struct MessagesRequest {
     /// The chat-completions request the provider answers.
     pub request: Value,
     pub stream: bool,
+    /// How the answer is given under the run's rules.
+    pub fidelity: Fidelity,
 }
 
 /// Characters per streamed text delta.
@@ -47,9 +49,18 @@ fn text_of(content: &Value) -> String {
     }
 }
 
-/// One Messages message as chat-completions messages.
-fn messages_of(m: &Value) -> Result<Vec<Value>, HttpResponse> {
+/// One Messages message (the `at`th) as chat-completions messages; from
+/// [`Fidelity::Vendor`] a role other than `user` or `assistant` is
+/// Anthropic's 400 whatever the content (before, text content went on
+/// with any role, or none).
+fn messages_of(m: &Value, at: usize, fidelity: Fidelity) -> Result<Vec<Value>, HttpResponse> {
     let role = m["role"].as_str().unwrap_or_default();
+    if fidelity == Fidelity::Vendor && !matches!(role, "user" | "assistant") {
+        return Err(invalid(&match &m["role"] {
+            Value::Null => format!("messages.{at}.role: Field required"),
+            _ => format!("messages.{at}.role: Input should be 'user' or 'assistant'"),
+        }));
+    }
     let blocks = match &m["content"] {
         Value::String(s) => return Ok(vec![json!({"role": role, "content": s})]),
         Value::Array(b) => b,
@@ -98,8 +109,9 @@ fn messages_of(m: &Value) -> Result<Vec<Value>, HttpResponse> {
     Ok(out)
 }
 
-/// Read a request body: a JSON object with `messages`, else Anthropic's 400.
-pub fn parse(body: &[u8]) -> Result<MessagesRequest, HttpResponse> {
+/// Read a request body: a JSON object with `messages`, else Anthropic's 400;
+/// the answer is given as `fidelity` says.
+pub fn parse(body: &[u8], fidelity: Fidelity) -> Result<MessagesRequest, HttpResponse> {
     let v: Value =
         serde_json::from_slice(body).map_err(|e| invalid(&format!("the body is not JSON: {e}")))?;
     let Some(messages) = v["messages"].as_array() else {
@@ -110,8 +122,8 @@ pub fn parse(body: &[u8]) -> Result<MessagesRequest, HttpResponse> {
     if !system.is_empty() {
         chat.push(json!({"role": "system", "content": system}));
     }
-    for m in messages {
-        chat.extend(messages_of(m)?);
+    for (at, m) in messages.iter().enumerate() {
+        chat.extend(messages_of(m, at, fidelity)?);
     }
     let mut request = Map::new();
     request.insert("messages".into(), json!(chat));
@@ -147,44 +159,70 @@ pub fn parse(body: &[u8]) -> Result<MessagesRequest, HttpResponse> {
     Ok(MessagesRequest {
         request: Value::Object(request),
         stream: v["stream"] == true,
+        fidelity,
     })
 }
 
-/// `finish_reason` → `stop_reason`.
-fn stop_reason(finish: &Value) -> &'static str {
-    match finish.as_str() {
-        Some("tool_calls") => "tool_use",
-        Some("length") => "max_tokens",
+/// `finish_reason` → `stop_reason`: from [`Fidelity::Vendor`] a content
+/// filter is Anthropic's `refusal` (before, `end_turn`).
+fn stop_reason(finish: &Value, fidelity: Fidelity) -> &'static str {
+    match (finish.as_str(), fidelity) {
+        (Some("tool_calls"), _) => "tool_use",
+        (Some("length"), _) => "max_tokens",
+        (Some("content_filter"), Fidelity::Vendor) => "refusal",
         _ => "end_turn",
     }
 }
 
-/// A chat completion as a Messages response.
-pub fn message(completion: &Value) -> Value {
+/// A chat completion as a Messages response. From [`Fidelity::Vendor`] a
+/// refusal is its text with `stop_reason` `refusal`, and a tool call whose
+/// arguments are no JSON object (which Messages carries as the call's
+/// `input`) is an error saying so; before, the refusal was dropped and
+/// such arguments became `{}` (or went on as they were, an array).
+pub fn message(completion: &Value, fidelity: Fidelity) -> Result<Value, String> {
     let choice = &completion["choices"][0];
     let msg = &choice["message"];
+    let vendor = fidelity == Fidelity::Vendor;
+    let refusal = msg["refusal"].as_str().filter(|r| vendor && !r.is_empty());
     let mut content = Vec::new();
-    if let Some(text) = msg["content"].as_str().filter(|t| !t.is_empty()) {
-        content.push(json!({"type": "text", "text": text}));
+    for text in [msg["content"].as_str(), refusal].into_iter().flatten() {
+        if !text.is_empty() {
+            content.push(json!({"type": "text", "text": text}));
+        }
     }
     for c in msg["tool_calls"].as_array().into_iter().flatten() {
         let args = c["function"]["arguments"].as_str().unwrap_or("{}");
-        let input = serde_json::from_str::<Value>(args).unwrap_or_else(|_| json!({}));
+        let input = match serde_json::from_str::<Value>(args) {
+            Ok(input @ Value::Object(_)) => input,
+            Ok(input) if !vendor => input,
+            _ if !vendor => json!({}),
+            _ => {
+                return Err(format!(
+                    "the model's tool call `{}` has arguments that are no JSON object ({}), and Anthropic's Messages API carries a tool call's input as one: the answer cannot be given",
+                    c["function"]["name"].as_str().unwrap_or("?"),
+                    worldline_case::shown::text(args)
+                ));
+            }
+        };
         content.push(json!({"type": "tool_use", "id": c["id"], "name": c["function"]["name"], "input": input}));
     }
-    json!({
+    let stop = match refusal {
+        Some(_) => "refusal",
+        None => stop_reason(&choice["finish_reason"], fidelity),
+    };
+    Ok(json!({
         "id": format!("msg_{}", completion["id"].as_str().unwrap_or("worldline")),
         "type": "message",
         "role": "assistant",
         "model": completion["model"],
         "content": content,
-        "stop_reason": stop_reason(&choice["finish_reason"]),
+        "stop_reason": stop,
         "stop_sequence": null,
         "usage": {
             "input_tokens": completion["usage"]["prompt_tokens"].as_u64().unwrap_or(0),
             "output_tokens": completion["usage"]["completion_tokens"].as_u64().unwrap_or(0),
         },
-    })
+    }))
 }
 
 /// A Messages response as Anthropic's event stream.
@@ -270,7 +308,10 @@ pub fn reply(req: &MessagesRequest, response: &Value) -> Reply {
         }
         return Reply::Http(r);
     }
-    let m = message(response.get("ok").unwrap_or(&Value::Null));
+    let m = match message(response.get("ok").unwrap_or(&Value::Null), req.fidelity) {
+        Ok(m) => m,
+        Err(why) => return Reply::Http(error(500, "api_error", &why)),
+    };
     Reply::Http(if req.stream {
         sse::named_response(&events(&m))
     } else {
@@ -294,7 +335,7 @@ mod tests {
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": "{\"kind\":\"latency\"}"}]},
             ],
         });
-        let r = parse(body.to_string().as_bytes()).unwrap();
+        let r = parse(body.to_string().as_bytes(), Fidelity::Loose).unwrap();
         assert!(!r.stream);
         let m = &r.request["messages"];
         assert_eq!(m[0], json!({"role": "system", "content": "be brief"}));
@@ -312,7 +353,7 @@ mod tests {
             "object"
         );
         assert_eq!(r.request["max_tokens"], 1024);
-        assert_eq!(parse(b"{}").unwrap_err().status, 400);
+        assert_eq!(parse(b"{}", Fidelity::Loose).unwrap_err().status, 400);
     }
 
     #[test]
@@ -321,8 +362,8 @@ mod tests {
             "choices": [{"finish_reason": "tool_calls", "message": {"content": "checking",
             "tool_calls": [{"id": "call_1_0", "function": {"name": "list_deploys", "arguments": "{\"service\":\"checkout\"}"}}]}}],
             "usage": {"prompt_tokens": 5, "completion_tokens": 3}});
-        let req = parse(br#"{"messages":[],"stream":true}"#).unwrap();
-        let m = message(&completion);
+        let req = parse(br#"{"messages":[],"stream":true}"#, Fidelity::Loose).unwrap();
+        let m = message(&completion, Fidelity::Loose).unwrap();
         assert_eq!(m["stop_reason"], "tool_use");
         assert_eq!(m["content"][1]["input"]["service"], "checkout");
         assert_eq!(m["usage"]["output_tokens"], 3);

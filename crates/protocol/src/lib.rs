@@ -22,6 +22,21 @@ pub(crate) mod sse;
 
 use serde_json::Value;
 
+/// How closely an answer is put in an API's shape, by the run's rules
+/// (decision 0423: a run replays answered as it was recorded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fidelity {
+    /// Before rules 9: a refusal was dropped, a stream carried the first
+    /// choice only, Anthropic Messages answered a content filter
+    /// `end_turn`, took any role of a message with text content and an
+    /// unreadable tool input as `{}`, and the Responses API dropped the
+    /// input parts and tools it does not carry.
+    Loose,
+    /// From rules 9: as the vendor's API answers (`rules.rs`,
+    /// `MODEL_APIS_ANSWER_AS_THE_VENDORS`).
+    Vendor,
+}
+
 /// A response as the vendor's server would send it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpResponse {

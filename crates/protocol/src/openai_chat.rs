@@ -13,7 +13,7 @@
 //! SDKs treat 408 or 504 unlike a timeout. A `rate-limited` error kind would
 //! have changed the WIT for every guest.
 
-use super::{HttpResponse, sse};
+use super::{Fidelity, HttpResponse, sse};
 use serde_json::{Value, json};
 use worldline_case::error_kind::ErrorKind;
 
@@ -26,6 +26,8 @@ pub struct ChatRequest {
     pub stream: bool,
     /// `stream_options.include_usage`: a last chunk carries the usage.
     pub include_usage: bool,
+    /// How the answer is streamed under the run's rules.
+    pub fidelity: Fidelity,
 }
 
 /// How the answer reaches the agent.
@@ -122,8 +124,9 @@ fn messages_refusal(fields: &serde_json::Map<String, Value>) -> Option<HttpRespo
 
 /// Read a request body; a body that is not a JSON object is answered with
 /// OpenAI's 400, and so, when `strict` (rules 4), are `messages` OpenAI
-/// would refuse ([`messages_refusal`]).
-pub fn parse(body: &[u8], strict: bool) -> Result<ChatRequest, HttpResponse> {
+/// would refuse ([`messages_refusal`]); the answer is given as `fidelity`
+/// says.
+pub fn parse(body: &[u8], strict: bool, fidelity: Fidelity) -> Result<ChatRequest, HttpResponse> {
     let mut request: Value = serde_json::from_slice(body).map_err(|e| {
         error(
             400,
@@ -153,6 +156,7 @@ pub fn parse(body: &[u8], strict: bool) -> Result<ChatRequest, HttpResponse> {
         request,
         stream,
         include_usage,
+        fidelity,
     })
 }
 
@@ -191,16 +195,18 @@ pub fn reply(chat: &ChatRequest, response: &Value) -> Reply {
     }
     let completion = response.get("ok").unwrap_or(&Value::Null);
     Reply::Http(if chat.stream {
-        sse::response(&chunks(completion, chat.include_usage), "data: [DONE]\n\n")
+        let events = chunks(completion, chat.include_usage, chat.fidelity);
+        sse::response(&events, "data: [DONE]\n\n")
     } else {
         HttpResponse::json(200, completion)
     })
 }
 
-/// A completion as the `chat.completion.chunk` events OpenAI streams: the
-/// role, the content in pieces, each tool call whole, the finish reason,
-/// and the usage when asked for.
-pub fn chunks(completion: &Value, include_usage: bool) -> Vec<Value> {
+/// A completion as the `chat.completion.chunk` events OpenAI streams: for
+/// each choice (the first only under [`Fidelity::Loose`]) the role, its
+/// refusal (from [`Fidelity::Vendor`]) and content in pieces, each tool
+/// call whole and the finish reason; then the usage when asked for.
+pub fn chunks(completion: &Value, include_usage: bool, fidelity: Fidelity) -> Vec<Value> {
     let chunk = |choices: Value| {
         json!({
             "id": completion["id"],
@@ -210,25 +216,45 @@ pub fn chunks(completion: &Value, include_usage: bool) -> Vec<Value> {
             "choices": choices,
         })
     };
-    let delta = |d: Value| chunk(json!([{"index": 0, "delta": d, "finish_reason": null}]));
-    let choice = &completion["choices"][0];
-    let message = &choice["message"];
-    let mut out = vec![delta(json!({"role": "assistant", "content": ""}))];
-    if let Some(text) = message["content"].as_str() {
-        for piece in sse::pieces(text, CHUNK_CHARS) {
-            out.push(delta(json!({"content": piece})));
+    let choices: Vec<(Value, &Value)> = match fidelity {
+        Fidelity::Loose => vec![(json!(0), &completion["choices"][0])],
+        Fidelity::Vendor => (completion["choices"].as_array().into_iter().flatten())
+            .enumerate()
+            .map(|(i, c)| (c.get("index").cloned().unwrap_or(json!(i)), c))
+            .collect(),
+    };
+    let mut out = Vec::new();
+    for (index, choice) in choices {
+        let delta = |d: Value| chunk(json!([{"index": index, "delta": d, "finish_reason": null}]));
+        let message = &choice["message"];
+        let refusal = message["refusal"]
+            .as_str()
+            .filter(|_| fidelity == Fidelity::Vendor);
+        match refusal {
+            Some(refusal) => {
+                out.push(delta(json!({"role": "assistant", "refusal": ""})));
+                for piece in sse::pieces(refusal, CHUNK_CHARS) {
+                    out.push(delta(json!({"refusal": piece})));
+                }
+            }
+            None => out.push(delta(json!({"role": "assistant", "content": ""}))),
         }
-    }
-    if let Some(calls) = message["tool_calls"].as_array() {
-        for (i, c) in calls.iter().enumerate() {
-            let mut call = c.clone();
-            call["index"] = json!(i);
-            out.push(delta(json!({"tool_calls": [call]})));
+        if let Some(text) = message["content"].as_str() {
+            for piece in sse::pieces(text, CHUNK_CHARS) {
+                out.push(delta(json!({"content": piece})));
+            }
         }
+        if let Some(calls) = message["tool_calls"].as_array() {
+            for (i, c) in calls.iter().enumerate() {
+                let mut call = c.clone();
+                call["index"] = json!(i);
+                out.push(delta(json!({"tool_calls": [call]})));
+            }
+        }
+        out.push(chunk(
+            json!([{"index": index, "delta": {}, "finish_reason": choice["finish_reason"]}]),
+        ));
     }
-    out.push(chunk(
-        json!([{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]),
-    ));
     if include_usage {
         let mut last = chunk(json!([]));
         last["usage"] = completion["usage"].clone();
@@ -252,20 +278,23 @@ mod tests {
     #[test]
     fn the_transport_keys_are_set_aside() {
         let body = br#"{"model":"gpt-4o","messages":[],"stream":true,"stream_options":{"include_usage":true},"temperature":0}"#;
-        let chat = parse(body, false).unwrap();
+        let chat = parse(body, false, Fidelity::Loose).unwrap();
         assert!(chat.stream && chat.include_usage);
         assert_eq!(
             chat.request,
             json!({"model": "gpt-4o", "messages": [], "temperature": 0})
         );
-        assert_eq!(parse(b"[1]", true).unwrap_err().status, 400);
-        assert_eq!(parse(b"{", true).unwrap_err().status, 400);
+        assert_eq!(
+            parse(b"[1]", true, Fidelity::Loose).unwrap_err().status,
+            400
+        );
+        assert_eq!(parse(b"{", true, Fidelity::Loose).unwrap_err().status, 400);
     }
 
     #[test]
     fn messages_openai_refuses_are_its_400_when_strict() {
         let refusal = |body: &str| {
-            let r = parse(body.as_bytes(), true).unwrap_err();
+            let r = parse(body.as_bytes(), true, Fidelity::Loose).unwrap_err();
             assert_eq!(r.status, 400);
             let e = serde_json::from_slice::<Value>(&r.body).unwrap()["error"].clone();
             assert_eq!(e["type"], "invalid_request_error");
@@ -302,14 +331,17 @@ mod tests {
         );
         for role in ROLES {
             let body = format!(r#"{{"messages":[{{"role":"{role}"}}]}}"#);
-            assert!(parse(body.as_bytes(), true).is_ok(), "{role}");
+            assert!(
+                parse(body.as_bytes(), true, Fidelity::Loose).is_ok(),
+                "{role}"
+            );
         }
-        assert!(parse(br#"{"model":"m"}"#, false).is_ok());
+        assert!(parse(br#"{"model":"m"}"#, false, Fidelity::Loose).is_ok());
     }
 
     #[test]
     fn answers_and_errors_are_what_openai_sends() {
-        let chat = parse(br#"{"messages":[]}"#, false).unwrap();
+        let chat = parse(br#"{"messages":[]}"#, false, Fidelity::Loose).unwrap();
         let Reply::Http(ok) = reply(&chat, &json!({"ok": completion()})) else {
             panic!()
         };
@@ -338,7 +370,7 @@ mod tests {
 
     #[test]
     fn a_stream_is_chunks_then_done() {
-        let chat = parse(br#"{"messages":[],"stream":true}"#, false).unwrap();
+        let chat = parse(br#"{"messages":[],"stream":true}"#, false, Fidelity::Loose).unwrap();
         let mut c = completion();
         c["choices"][0]["message"]["content"] = json!("abcdefghijklmnopqrstuvwxyz");
         let Reply::Http(r) = reply(&chat, &json!({"ok": c})) else {

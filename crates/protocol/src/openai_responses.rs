@@ -7,7 +7,7 @@
 //! conversations) does not exist in a world: such a request is a 400.
 
 use super::openai_chat::{self, Reply};
-use super::{HttpResponse, sse};
+use super::{Fidelity, HttpResponse, sse};
 use serde_json::{Map, Value, json};
 
 /// A Responses request as the model call it becomes.
@@ -15,6 +15,8 @@ use serde_json::{Map, Value, json};
 pub struct ResponsesRequest {
     pub request: Value,
     pub stream: bool,
+    /// How the answer is given under the run's rules.
+    pub fidelity: Fidelity,
 }
 
 const CHUNK_CHARS: usize = 16;
@@ -68,8 +70,63 @@ fn response_format(format: &Value) -> Option<Value> {
     }
 }
 
-/// Read a request body, carrying what `carried` says.
-pub fn parse(body: &[u8], carried: Carried) -> Result<ResponsesRequest, HttpResponse> {
+/// What of an `input` array's items the chat call cannot carry, from
+/// [`Fidelity::Vendor`]: a content part other than text (an image, a
+/// file), said as a 400 as an item of a type it does not carry is
+/// (before, such a part was dropped without a word).
+fn uncarried_part(items: &[Value]) -> Option<HttpResponse> {
+    let (at, part) = items.iter().enumerate().find_map(|(i, item)| {
+        let parts = item["content"].as_array()?;
+        let part = parts.iter().find(|p| {
+            !matches!(
+                p["type"].as_str(),
+                Some("input_text" | "output_text" | "text" | "refusal")
+            )
+        })?;
+        Some((i, part))
+    })?;
+    let kind = part["type"]
+        .as_str()
+        .map_or_else(|| part["type"].to_string(), String::from);
+    Some(invalid(&format!(
+        "input[{at}]: content parts of type `{kind}` are not supported in a worldline world (the model call carries text): send the content as `input_text`"
+    )))
+}
+
+/// OpenAI's 400 for an `input` that is neither text nor an array of items.
+fn input_refusal(input: &Value) -> HttpResponse {
+    let (code, message) = match input {
+        Value::Null => (
+            "missing_required_parameter",
+            "Missing required parameter: 'input'.".to_string(),
+        ),
+        other => {
+            let kind = match other {
+                Value::Bool(_) => "a boolean",
+                Value::Number(n) if n.is_f64() => "a decimal",
+                Value::Number(_) => "an integer",
+                _ => "an object",
+            };
+            (
+                "invalid_type",
+                format!(
+                    "Invalid type for 'input': expected one of a string or array of input items, but got {kind} instead."
+                ),
+            )
+        }
+    };
+    let body = json!({"error": {"message": message, "type": "invalid_request_error", "param": "input", "code": code}});
+    HttpResponse::json(400, &body)
+}
+
+/// Read a request body, carrying what `carried` says; from
+/// [`Fidelity::Vendor`] an `input` of the wrong type, a content part or a
+/// tool the chat call cannot carry is a 400 saying so.
+pub fn parse(
+    body: &[u8],
+    carried: Carried,
+    fidelity: Fidelity,
+) -> Result<ResponsesRequest, HttpResponse> {
     let v: Value = serde_json::from_slice(body).map_err(|e| {
         invalid(&format!(
             "We could not parse the JSON body of your request. ({e})"
@@ -90,8 +147,23 @@ pub fn parse(body: &[u8], carried: Carried) -> Result<ResponsesRequest, HttpResp
     let items = match &v["input"] {
         Value::String(s) => vec![json!({"role": "user", "content": s})],
         Value::Array(a) => a.clone(),
+        other if fidelity == Fidelity::Vendor => return Err(input_refusal(other)),
         _ => return Err(invalid("Missing required parameter: 'input'.")),
     };
+    if fidelity == Fidelity::Vendor {
+        if let Some(refused) = uncarried_part(&items) {
+            return Err(refused);
+        }
+        let tools = v["tools"].as_array().into_iter().flatten();
+        if let Some(t) = tools.into_iter().find(|t| t["type"] != "function") {
+            let kind = t["type"]
+                .as_str()
+                .map_or_else(|| t["type"].to_string(), String::from);
+            return Err(invalid(&format!(
+                "tools: tools of type `{kind}` are not supported in a worldline world (the world answers function tools): declare it as a function tool of the world"
+            )));
+        }
+    }
     for item in &items {
         match item["type"].as_str().unwrap_or("message") {
             "message" => {
@@ -172,18 +244,28 @@ pub fn parse(body: &[u8], carried: Carried) -> Result<ResponsesRequest, HttpResp
     Ok(ResponsesRequest {
         request: Value::Object(request),
         stream: v["stream"] == true,
+        fidelity,
     })
 }
 
-/// A chat completion as a `response` object.
-pub fn response(completion: &Value) -> Value {
+/// A chat completion as a `response` object; from [`Fidelity::Vendor`] a
+/// refusal is a `refusal` content part of the message (before, dropped).
+pub fn response(completion: &Value, fidelity: Fidelity) -> Value {
     let id = completion["id"].as_str().unwrap_or("worldline");
     let msg = &completion["choices"][0]["message"];
     let mut output = Vec::new();
+    let mut content = Vec::new();
     if let Some(text) = msg["content"].as_str().filter(|t| !t.is_empty()) {
+        content.push(json!({"type": "output_text", "text": text, "annotations": []}));
+    }
+    let refusal = msg["refusal"].as_str().filter(|r| !r.is_empty());
+    if let Some(refusal) = refusal.filter(|_| fidelity == Fidelity::Vendor) {
+        content.push(json!({"type": "refusal", "refusal": refusal}));
+    }
+    if !content.is_empty() {
         output.push(json!({
             "type": "message", "id": format!("msg_{id}"), "status": "completed", "role": "assistant",
-            "content": [{"type": "output_text", "text": text, "annotations": []}],
+            "content": content,
         }));
     }
     for c in msg["tool_calls"].as_array().into_iter().flatten() {
@@ -218,9 +300,13 @@ pub fn response(completion: &Value) -> Value {
     })
 }
 
-/// A `response` as the Responses API's event stream: a text item's content
-/// part added before its deltas and done after them (decision 0420).
-pub fn events(resp: &Value) -> Vec<(String, Value)> {
+/// A `response` as the Responses API's event stream: each content part
+/// of a message item added before its deltas and done after them
+/// (decision 0420). From [`Fidelity::Vendor`] the stream opens as the API
+/// does, `response.created` then `response.in_progress` with the response
+/// not yet holding its usage or why it is incomplete (before, no
+/// `response.in_progress`, and `response.created` held both).
+pub fn events(resp: &Value, fidelity: Fidelity) -> Vec<(String, Value)> {
     let mut out: Vec<(String, Value)> = Vec::new();
     let mut push = |kind: &str, mut data: Value| {
         data["type"] = json!(kind);
@@ -230,7 +316,14 @@ pub fn events(resp: &Value) -> Vec<(String, Value)> {
     let mut pending = resp.clone();
     pending["status"] = json!("in_progress");
     pending["output"] = json!([]);
-    push("response.created", json!({"response": pending}));
+    if fidelity == Fidelity::Vendor {
+        pending["usage"] = Value::Null;
+        pending["incomplete_details"] = Value::Null;
+        push("response.created", json!({"response": pending}));
+        push("response.in_progress", json!({"response": pending}));
+    } else {
+        push("response.created", json!({"response": pending}));
+    }
     for (i, item) in resp["output"].as_array().into_iter().flatten().enumerate() {
         let mut started = item.clone();
         started["status"] = json!("in_progress");
@@ -240,29 +333,37 @@ pub fn events(resp: &Value) -> Vec<(String, Value)> {
                 "response.output_item.added",
                 json!({"output_index": i, "item": started}),
             );
-            let text = item["content"][0]["text"].as_str().unwrap_or_default();
-            // The text's content part opens before its deltas and closes
-            // after them: the SDKs' stream helpers index the part the
-            // deltas name (`responses.stream()` failed without it).
-            let part = |text: &str| json!({"type": "output_text", "text": text, "annotations": []});
-            push(
-                "response.content_part.added",
-                json!({"output_index": i, "content_index": 0, "item_id": item["id"], "part": part("")}),
-            );
-            for piece in sse::pieces(text, CHUNK_CHARS) {
-                push(
-                    "response.output_text.delta",
-                    json!({"output_index": i, "content_index": 0, "item_id": item["id"], "delta": piece}),
-                );
+            // Each content part opens before its deltas and closes after
+            // them: the SDKs' stream helpers index the part the deltas
+            // name (`responses.stream()` failed without it).
+            let parts = item["content"].as_array().into_iter().flatten();
+            for (c, part) in parts.enumerate() {
+                let (field, delta, done) = match part["type"].as_str() {
+                    Some("refusal") => {
+                        ("refusal", "response.refusal.delta", "response.refusal.done")
+                    }
+                    _ => (
+                        "text",
+                        "response.output_text.delta",
+                        "response.output_text.done",
+                    ),
+                };
+                let text = part[field].as_str().unwrap_or_default();
+                let mut empty = part.clone();
+                empty[field] = json!("");
+                let at = json!({"output_index": i, "content_index": c, "item_id": item["id"]});
+                let with = |key: &str, value: Value| {
+                    let mut data = at.clone();
+                    data[key] = value;
+                    data
+                };
+                push("response.content_part.added", with("part", empty));
+                for piece in sse::pieces(text, CHUNK_CHARS) {
+                    push(delta, with("delta", json!(piece)));
+                }
+                push(done, with(field, json!(text)));
+                push("response.content_part.done", with("part", part.clone()));
             }
-            push(
-                "response.output_text.done",
-                json!({"output_index": i, "content_index": 0, "item_id": item["id"], "text": text}),
-            );
-            push(
-                "response.content_part.done",
-                json!({"output_index": i, "content_index": 0, "item_id": item["id"], "part": part(text)}),
-            );
         } else {
             started["arguments"] = json!("");
             push(
@@ -299,12 +400,13 @@ pub fn reply(req: &ResponsesRequest, answer: &Value) -> Reply {
             request: Value::Null,
             stream: false,
             include_usage: false,
+            fidelity: req.fidelity,
         };
         return openai_chat::reply(&as_chat, answer);
     }
-    let r = response(answer.get("ok").unwrap_or(&Value::Null));
+    let r = response(answer.get("ok").unwrap_or(&Value::Null), req.fidelity);
     Reply::Http(if req.stream {
-        sse::named_response(&events(&r))
+        sse::named_response(&events(&r, req.fidelity))
     } else {
         HttpResponse::json(200, &r)
     })
@@ -326,7 +428,12 @@ mod tests {
                 {"type": "function_call_output", "call_id": "c1", "output": "{\"kind\":\"latency\"}"},
             ],
         });
-        let r = parse(body.to_string().as_bytes(), Carried::Sampling).unwrap();
+        let r = parse(
+            body.to_string().as_bytes(),
+            Carried::Sampling,
+            Fidelity::Loose,
+        )
+        .unwrap();
         let m = r.request["messages"].as_array().unwrap();
         assert_eq!(m[0], json!({"role": "system", "content": "be brief"}));
         assert_eq!(m[1], json!({"role": "user", "content": "ALERT-7"}));
@@ -335,8 +442,18 @@ mod tests {
         assert_eq!(r.request["max_tokens"], 100);
         assert_eq!(r.request["tools"][0]["function"]["name"], "get_alert");
         let stateful = br#"{"input":"hi","previous_response_id":"resp_1"}"#;
-        assert_eq!(parse(stateful, Carried::Sampling).unwrap_err().status, 400);
-        assert_eq!(parse(b"{}", Carried::Sampling).unwrap_err().status, 400);
+        assert_eq!(
+            parse(stateful, Carried::Sampling, Fidelity::Loose)
+                .unwrap_err()
+                .status,
+            400
+        );
+        assert_eq!(
+            parse(b"{}", Carried::Sampling, Fidelity::Loose)
+                .unwrap_err()
+                .status,
+            400
+        );
     }
 
     #[test]
@@ -349,19 +466,24 @@ mod tests {
             "parallel_tool_calls": false,
         })
         .to_string();
-        let carried = parse(body.as_bytes(), Carried::FormatAndReasoning).unwrap();
+        let carried = parse(
+            body.as_bytes(),
+            Carried::FormatAndReasoning,
+            Fidelity::Loose,
+        )
+        .unwrap();
         assert_eq!(
             carried.request["response_format"],
             json!({"type": "json_schema", "json_schema": {"name": "triage", "schema": schema, "strict": true}})
         );
         assert_eq!(carried.request["reasoning_effort"], "low");
         assert_eq!(carried.request["parallel_tool_calls"], false);
-        let before = parse(body.as_bytes(), Carried::Sampling).unwrap();
+        let before = parse(body.as_bytes(), Carried::Sampling, Fidelity::Loose).unwrap();
         for key in ["response_format", "reasoning_effort", "parallel_tool_calls"] {
             assert!(before.request.get(key).is_none(), "{key}");
         }
         let json_mode = br#"{"input":"x","text":{"format":{"type":"json_object"}}}"#;
-        let r = parse(json_mode, Carried::FormatAndReasoning).unwrap();
+        let r = parse(json_mode, Carried::FormatAndReasoning, Fidelity::Loose).unwrap();
         assert_eq!(r.request["response_format"], json!({"type": "json_object"}));
     }
 
@@ -371,11 +493,16 @@ mod tests {
             "choices": [{"finish_reason": "tool_calls", "message": {"content": null,
             "tool_calls": [{"id": "call_2_0", "function": {"name": "list_deploys", "arguments": "{}"}}]}}],
             "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}});
-        let r = response(&completion);
+        let r = response(&completion, Fidelity::Loose);
         assert_eq!(r["output"][0]["type"], "function_call");
         assert_eq!(r["output"][0]["call_id"], "call_2_0");
         assert_eq!(r["usage"]["total_tokens"], 8);
-        let req = parse(br#"{"input":"x","stream":true}"#, Carried::Sampling).unwrap();
+        let req = parse(
+            br#"{"input":"x","stream":true}"#,
+            Carried::Sampling,
+            Fidelity::Loose,
+        )
+        .unwrap();
         let Reply::Http(h) = reply(&req, &json!({"ok": completion})) else {
             panic!()
         };
@@ -397,8 +524,13 @@ mod tests {
                 "choices": [{"finish_reason": finish, "message": {"content": "cut off mid-sen"}}],
                 "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}})
         };
-        let kinds = |r: &Value| -> Vec<String> { events(r).into_iter().map(|(k, _)| k).collect() };
-        let done = response(&completion("stop"));
+        let kinds = |r: &Value| -> Vec<String> {
+            events(r, Fidelity::Loose)
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect()
+        };
+        let done = response(&completion("stop"), Fidelity::Loose);
         assert_eq!(
             (done["status"].as_str(), &done["incomplete_details"]),
             (Some("completed"), &Value::Null)
@@ -412,13 +544,13 @@ mod tests {
         assert!(at("response.content_part.added") < at("response.output_text.delta"));
         assert!(at("response.output_text.done") < at("response.content_part.done"));
         assert!(at("response.content_part.done") < at("response.output_item.done"));
-        let (_, part) = &events(&done)[at("response.content_part.done")];
+        let (_, part) = &events(&done, Fidelity::Loose)[at("response.content_part.done")];
         assert_eq!(part["part"]["text"], "cut off mid-sen");
         for (finish, reason) in [
             ("length", "max_output_tokens"),
             ("content_filter", "content_filter"),
         ] {
-            let cut = response(&completion(finish));
+            let cut = response(&completion(finish), Fidelity::Loose);
             assert_eq!(cut["status"], "incomplete", "{finish}");
             assert_eq!(cut["incomplete_details"]["reason"], reason, "{finish}");
             assert_eq!(

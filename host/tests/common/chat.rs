@@ -11,12 +11,31 @@ use std::sync::{Arc, Mutex};
 /// Serve `messages` one per request on loopback; the base URL (`…/v1`)
 /// and the request bodies received so far.
 pub fn serve(messages: Vec<Value>) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let answers = messages.into_iter().map(|message| {
+        let finish = if message.get("tool_calls").is_some() {
+            "tool_calls"
+        } else {
+            "stop"
+        };
+        json!({
+            "id": "chatcmpl-user", "object": "chat.completion", "created": 1,
+            "model": "local-user-sim",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12},
+        })
+    });
+    serve_answers(answers.collect())
+}
+
+/// Serve `answers` (whole response bodies) one per request on loopback;
+/// the base URL (`…/v1`) and the request bodies received so far.
+pub fn serve_answers(answers: Vec<Value>) -> (String, Arc<Mutex<Vec<Value>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let seen = Arc::new(Mutex::new(Vec::new()));
     let kept = seen.clone();
     std::thread::spawn(move || {
-        for (conn, message) in listener.incoming().zip(messages) {
+        for (conn, answer) in listener.incoming().zip(answers) {
             let Ok(mut conn) = conn else { return };
             let Some((_, body)) = super::native::read_request(&mut conn) else {
                 return;
@@ -24,18 +43,7 @@ pub fn serve(messages: Vec<Value>) -> (String, Arc<Mutex<Vec<Value>>>) {
             kept.lock()
                 .unwrap()
                 .push(serde_json::from_slice(&body).unwrap());
-            let finish = if message.get("tool_calls").is_some() {
-                "tool_calls"
-            } else {
-                "stop"
-            };
-            let answer = json!({
-                "id": "chatcmpl-user", "object": "chat.completion", "created": 1,
-                "model": "local-user-sim",
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12},
-            })
-            .to_string();
+            let answer = answer.to_string();
             write!(
                 conn,
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",

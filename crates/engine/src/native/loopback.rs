@@ -42,9 +42,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, Semaphore};
 use worldline_log::log::call::RefusedRequest;
 use worldline_log::log::{Effect, kind, rules};
-use worldline_protocol::HttpResponse;
 use worldline_protocol::rest;
 use worldline_protocol::routes::{self, Route};
+use worldline_protocol::{Fidelity, HttpResponse, anthropic};
 use worldline_runtime::mediate::boundary::Via;
 use worldline_runtime::mediate::{RunState, ServiceReply};
 
@@ -298,7 +298,10 @@ async fn handle(
             Err(r) => r,
         };
     }
-    let job: Job = Box::new(move |st| st.answer_http(&route, &method, &url, &body, &via));
+    let job: Job = Box::new(move |st| {
+        let answer = st.answer_http(&route, &method, &url, &body, &via)?;
+        Ok(answer.or_else(|| anthropic_timeout(st, &route, StatusCode::REQUEST_TIMEOUT)))
+    });
     match lb.call(job).await {
         Ok(Some(r)) => response(r),
         Ok(None) => timed_out(StatusCode::REQUEST_TIMEOUT),
@@ -306,15 +309,24 @@ async fn handle(
     }
 }
 
+/// What a timed-out request is told.
+const TIMED_OUT: &str =
+    "Request timed out (an injected timeout; its virtual duration is in the run's log).";
+
 /// A timeout, at once.
 fn timed_out(status: StatusCode) -> Response {
-    let mut out = error(
-        status,
-        "Request timed out (an injected timeout; its virtual duration is in the run's log).",
-    );
+    let mut out = error(status, TIMED_OUT);
     out.headers_mut()
         .insert("retry-after-ms", header::HeaderValue::from_static("1"));
     out
+}
+
+/// A timeout of an Anthropic Messages request, at once, in Anthropic's
+/// error shape (`timeout_error`) from rules 9; `None` for another API's,
+/// or under earlier rules, which [`timed_out`] answers in OpenAI's.
+fn anthropic_timeout(st: &RunState, route: &Route, status: StatusCode) -> Option<HttpResponse> {
+    (route == &Route::AnthropicMessages && st.fidelity() == Fidelity::Vendor)
+        .then(|| anthropic::error(status.as_u16(), "timeout_error", TIMED_OUT))
 }
 
 /// A request sent to this server as a proxy (`HTTP_PROXY`): a URL the
@@ -374,7 +386,8 @@ async fn proxied(lb: &Arc<Loopback>, method: &str, uri: &Uri, body: Bytes) -> Re
             let body = json!({"error": {"message": why, "type": "worldline", "code": null}});
             return Ok(Some(HttpResponse::json(403, &body)));
         }
-        st.answer_http(&route, &method, &url, &body, &via)
+        let answer = st.answer_http(&route, &method, &url, &body, &via)?;
+        Ok(answer.or_else(|| anthropic_timeout(st, &route, StatusCode::GATEWAY_TIMEOUT)))
     });
     match lb.call(job).await {
         // A client shows a refused tunnel's status line, not its body.

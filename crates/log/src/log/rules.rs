@@ -6,7 +6,7 @@
 //! recorded before there were rules: 0.
 
 /// The rules a new run runs under.
-pub const CURRENT: u32 = 8;
+pub const CURRENT: u32 = 9;
 
 /// From 1: a route's path and query text is typed by every type its
 /// parameter's schema accepts (`type = ["integer", "null"]`, an
@@ -191,6 +191,41 @@ pub const LAX_NUMBERS_AS_PYDANTIC: u32 = 7;
 /// failure signatures in `runs` and fuzz groups, and `rerun` compared it
 /// with nothing (`before: null`).
 pub const OUTPUT_CHECK_NAMED_BY_ITS_TEST: u32 = 8;
+
+/// From 9: the model APIs answer as their vendors do where a chat answer
+/// has to be put in their shape: a refusal reaches the agent (a Chat
+/// Completions stream's `delta.refusal`, a Responses `refusal` content
+/// part, an Anthropic text block with `stop_reason` `refusal`), a Chat
+/// Completions stream carries every choice, not the first alone, a content
+/// filter is Anthropic's `refusal` (was `end_turn`), a Messages tool call
+/// whose arguments are no JSON object is a 500 saying so (its input was
+/// `{}`, or the arguments as they were), a Messages message whose role is
+/// not `user` or `assistant` is Anthropic's 400 (one with text content
+/// went on), a native agent's timed-out Messages request is answered
+/// Anthropic's `timeout_error` (it was OpenAI's error shape), and a
+/// Responses request with an `input` neither text nor items, a content
+/// part other than text or a tool other than a function is a 400 saying
+/// so (the parts and tools were dropped); a Responses stream sends
+/// `response.in_progress` after `response.created`, neither holding the
+/// usage or why the response is incomplete.
+pub const MODEL_APIS_ANSWER_AS_THE_VENDORS: u32 = 9;
+
+/// From 9: an endpoint's answer whose `choices` is empty fails the model
+/// call (`failed`), as one without `choices` does; under 8 it was an
+/// answer, and the agent got no choice (a stream made one up).
+pub const NO_CHOICE_FAILS: u32 = 9;
+
+/// From 9: a request for `n` choices of the scripted model gets `n`
+/// choices, each its reply (under 8, one choice).
+pub const SCRIPTED_MODEL_ANSWERS_N_CHOICES: u32 = 9;
+
+/// From 9: a tool's `$now` (and the time of its answer) writes the
+/// seconds' fraction with nine digits always (`12:05:00.000000000Z`,
+/// `12:05:03.240000000Z`), so timestamps compare as text in the order of
+/// their times; under 8 the fraction's trailing zeros were left out
+/// (`12:05:03.24Z` sorted after `12:05:03.238Z`, and `12:05:03Z` after
+/// both).
+pub const NOW_WITH_NINE_FRACTION_DIGITS: u32 = 9;
 
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.

@@ -204,7 +204,7 @@ fn injected(
         }
         Action::Stale(st) => {
             let wall = time::parse_rfc3339(&now.now).unwrap_or(0);
-            let cutoff = time::rfc3339(wall - st.age_s as i128 * 1_000_000_000);
+            let cutoff = s.time_text(wall - st.age_s as i128 * 1_000_000_000);
             let as_of = AsOf {
                 now: cutoff.clone(),
                 hide_after: st.field.clone().map(|f| (f, cutoff.clone())),

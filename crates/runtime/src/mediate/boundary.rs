@@ -11,13 +11,13 @@ use serde_json::{Map, Value, json};
 use worldline_case::world::state::FileData;
 use worldline_log::log::call::{HttpRequest, HttpStatus, LoopbackRequest, StdioRequest, Transport};
 use worldline_log::log::{kind, rules};
-use worldline_protocol::HttpResponse;
 use worldline_protocol::anthropic;
 use worldline_protocol::mcp::{self, McpTool, Step};
 use worldline_protocol::openai_chat::{self, Reply};
 use worldline_protocol::openai_responses;
 use worldline_protocol::rest;
 use worldline_protocol::routes::Route;
+use worldline_protocol::{Fidelity, HttpResponse};
 
 /// Which transport saw a request, and what is shown of it: the
 /// transport writes its own variant of the log's [`Transport`], and the
@@ -78,21 +78,25 @@ impl RunState {
             Route::OpenaiChat => self.model_request(
                 via,
                 via.transport(route.api()),
-                openai_chat::parse(body, self.med.rules() >= rules::CHAT_MESSAGES_CHECKED),
+                openai_chat::parse(
+                    body,
+                    self.med.rules() >= rules::CHAT_MESSAGES_CHECKED,
+                    self.fidelity(),
+                ),
                 |r| (r.request.clone(), r.stream),
                 openai_chat::reply,
             )?,
             Route::OpenaiResponses => self.model_request(
                 via,
                 via.transport(route.api()),
-                openai_responses::parse(body, self.responses_carry()),
+                openai_responses::parse(body, self.responses_carry(), self.fidelity()),
                 |r| (r.request.clone(), r.stream),
                 openai_responses::reply,
             )?,
             Route::AnthropicMessages => self.model_request(
                 via,
                 via.transport(route.api()),
-                anthropic::parse(body),
+                anthropic::parse(body, self.fidelity()),
                 |r| (r.request.clone(), r.stream),
                 anthropic::reply,
             )?,
@@ -170,6 +174,16 @@ impl RunState {
             openai_responses::Carried::FormatAndReasoning
         } else {
             openai_responses::Carried::Sampling
+        }
+    }
+
+    /// How answers take the model APIs' shapes under the run's rules
+    /// (decision 0423).
+    pub fn fidelity(&self) -> Fidelity {
+        if self.med.rules() >= rules::MODEL_APIS_ANSWER_AS_THE_VENDORS {
+            Fidelity::Vendor
+        } else {
+            Fidelity::Loose
         }
     }
 

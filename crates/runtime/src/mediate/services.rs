@@ -90,9 +90,21 @@ impl HostServices {
         }
     }
 
-    /// The virtual wall-clock time as RFC 3339 text.
+    /// The virtual wall-clock time as RFC 3339 text: from rules 9 with
+    /// the seconds' fraction in nine digits, so such texts sort as times.
     pub fn now_text(&self) -> String {
-        time::rfc3339(self.clock.wall_ns())
+        self.time_text(self.clock.wall_ns())
+    }
+
+    /// A time (Unix nanoseconds) as a tool writes it under the run's
+    /// rules: its `$now`, a stale answer's.
+    pub(in crate::mediate) fn time_text(&self, unix_ns: i128) -> String {
+        use worldline_log::log::rules;
+        if self.rules >= rules::NOW_WITH_NINE_FRACTION_DIGITS {
+            time::rfc3339_nine_digits(unix_ns)
+        } else {
+            time::rfc3339(unix_ns)
+        }
     }
 
     /// A tool's answer now, under the run's rules.

@@ -182,6 +182,38 @@ pub(crate) fn is_completion(v: &Value) -> bool {
     v.get("choices").and_then(Value::as_array).is_some()
 }
 
+/// Whether a chat completion holds no choice (`choices: []`), which no
+/// agent can read an answer from.
+pub(crate) fn no_choice(v: &Value) -> bool {
+    v["choices"].as_array().is_some_and(Vec::is_empty)
+}
+
+/// The most choices a request's `n` asks for that OpenAI takes.
+const MOST_CHOICES: u64 = 128;
+
+/// A scripted completion as the `n` choices a request asks for (`n` from
+/// 2 to [`MOST_CHOICES`]), each the reply, the usage counting each
+/// (rules 9); any other `n` leaves its one choice.
+pub(crate) fn as_choices(completion: &mut Value, n: &Value) {
+    let Some(n) = n.as_u64().filter(|n| (2..=MOST_CHOICES).contains(n)) else {
+        return;
+    };
+    let one = completion["choices"][0].clone();
+    let choices: Vec<Value> = (0..n)
+        .map(|i| {
+            let mut c = one.clone();
+            c["index"] = json!(i);
+            c
+        })
+        .collect();
+    completion["choices"] = json!(choices);
+    let usage = &mut completion["usage"];
+    let each = usage["completion_tokens"].as_u64().unwrap_or(0);
+    let prompt = usage["prompt_tokens"].as_u64().unwrap_or(0);
+    usage["completion_tokens"] = json!(each * n);
+    usage["total_tokens"] = json!(prompt + each * n);
+}
+
 /// `finish_reason` of the first choice.
 pub(crate) fn finish_reason(v: &Value) -> Value {
     v["choices"][0]["finish_reason"].clone()

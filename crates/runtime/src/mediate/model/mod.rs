@@ -173,7 +173,7 @@ impl ModelService {
     ) -> ServiceReply {
         self.calls += 1;
         let (response, latency_ms) = match self.config.provider {
-            Provider::Scripted => self.scripted_answer(request, wall_ns, seq, appended),
+            Provider::Scripted => self.scripted_answer(request, wall_ns, seq, appended, rules),
             Provider::Openai => self.endpoint_answer(request, None, seq, rules),
             Provider::Recorded => self.recorded_answer(request, seq, rules),
         };
@@ -194,6 +194,7 @@ impl ModelService {
         wall_ns: i128,
         seq: Option<u64>,
         appended: bool,
+        rules: u32,
     ) -> (Value, u64) {
         let chosen = match self.scripted.choose(request) {
             Ok(c) => c,
@@ -223,7 +224,10 @@ impl ModelService {
         }
         let created = i64::try_from(wall_ns.div_euclid(1_000_000_000)).unwrap_or(0);
         let prompt = self.prompt.tokens(request, seq, appended);
-        let completion = chat::completion(&reply, prompt, self.calls, created);
+        let mut completion = chat::completion(&reply, prompt, self.calls, created);
+        if rules >= rules::SCRIPTED_MODEL_ANSWERS_N_CHOICES {
+            chat::as_choices(&mut completion, &request["n"]);
+        }
         record["model"] = completion["model"].clone();
         record["usage"] = completion["usage"].clone();
         record["finish_reason"] = chat::finish_reason(&completion);
@@ -256,6 +260,13 @@ impl ModelService {
             record["cassette"] = json!(c);
         }
         let mut response = match outcome.answer {
+            Ok(v) if rules >= rules::NO_CHOICE_FAILS && chat::no_choice(&v) => {
+                let message = format!(
+                    "the endpoint's answer has no choice (`choices` is empty): {}",
+                    worldline_case::shown::text(&worldline_case::canon::to_string(&v))
+                );
+                error_answer(ErrorKind::Failed, message).response
+            }
             Ok(mut v) => {
                 if self.config.token_ids {
                     self.take_tokens(&mut v, &mut record, request, seq, rules);
