@@ -3,11 +3,12 @@
 //! takes each run's instances from wasmtime's pooling allocator, whose
 //! slots keep their memory mappings from one run to the next (reset, not
 //! unmapped and mapped again), and the first 4 MiB of each memory resident
-//! (reset in place, not faulted in afresh). The kernel's list of the pages
-//! a run wrote (`PAGEMAP_SCAN`) is not asked for: wasmtime 48.0.8 skips a
-//! written page that is not present at that moment (being migrated), which
-//! the next run then reads (decision 0404). Sized from the number of runs
-//! at once; every other command allocates on demand, as before.
+//! (reset in place, not faulted in afresh). Of those, only the pages a run
+//! wrote are reset, as the kernel lists them (`PAGEMAP_SCAN`, decision
+//! 0404): wasmtime 48.0.11 counts a written page swapped out or being
+//! migrated among them, which 48.0.8 skipped and the next run then read
+//! (decision 0427). Sized from the number of runs at once; every other
+//! command allocates on demand, as before.
 //! `WORLDLINE_INSTANCE_POOL=0` turns the pool off.
 
 use wasmtime::{Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
@@ -43,11 +44,12 @@ pub(crate) fn strategy(runs: usize) -> InstanceAllocationStrategy {
         .max_memory_size(4 << 30)
         .max_core_instance_size(16 << 20)
         .max_component_instance_size(16 << 20)
-        // What a slot keeps mapped between runs instead of giving back and
-        // resets whole.
+        // What a slot keeps mapped between runs instead of giving back, of
+        // which only the pages a run wrote are reset; a kernel without the
+        // scan (before Linux 6.7) resets it whole.
         .linear_memory_keep_resident(4 << 20)
         .table_keep_resident(64 << 10)
-        .pagemap_scan(Enabled::No);
+        .pagemap_scan(Enabled::Auto);
     InstanceAllocationStrategy::Pooling(pool)
 }
 
