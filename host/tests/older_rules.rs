@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::{temp_dir, wl};
+use common::{guest, temp_dir, wl};
 use std::path::Path;
 
 /// `tests/bundles/before-rules-8/no-output.json`: a native `/bin/true` run
@@ -46,4 +46,79 @@ fn repro_repeats_a_run_under_the_rules_it_ran_under() {
             "{text}"
         );
     }
+}
+
+/// `rerun` of a run graded under rules 7 finds its checks by their old
+/// names: the same failing check was `changed: output cause_deploy equals:
+/// null -> false`. The rerun runs under rules 8 and says so.
+#[test]
+fn rerun_of_a_run_graded_before_rules_8_matches_a_renamed_check() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let run = import(&store, NO_OUTPUT);
+    let agent = guest("caller-agent");
+    let out = wl(&store, &[&"rerun", &run, &"--agent", &agent, &"--json"]);
+    out.expect_code(1);
+    let doc = out.json();
+    assert_eq!(doc["changed_assertions"], serde_json::json!([]), "{out}");
+    assert_eq!(doc["original"]["rules"], 7, "{out}");
+    assert_eq!(doc["rules"], 8, "{out}");
+    assert!(
+        out.stderr
+            .contains("was recorded under rules 7; this rerun is a new run, under rules 8"),
+        "{out}"
+    );
+}
+
+/// `rerun` and `case from-run` of a rules-0 run say that what they make
+/// runs under this worldline's rules (the rerun passed where the run
+/// failed, and the case made from the failing run passed, without a word).
+#[test]
+fn rerun_and_case_from_run_of_an_older_run_say_its_rules() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let run = import(&store, DOT_PATHS);
+    let agent = guest("caller-agent");
+    let out = wl(&store, &[&"rerun", &run, &"--agent", &agent, &"--json"]);
+    let doc = out.json();
+    let notes = doc["notes"].as_array().unwrap();
+    assert!(
+        notes.len() == 1
+            && notes[0]
+                .as_str()
+                .unwrap()
+                .contains("recorded under rules 0"),
+        "{out}"
+    );
+    assert_eq!(
+        (&doc["original"]["rules"], &doc["rules"]),
+        (&0.into(), &8.into())
+    );
+    assert!(out.stderr.contains("note: run "), "{out}");
+    let case = dir.path().join("regress.toml");
+    let out = wl(
+        &store,
+        &[&"case", &"from-run", &run, &"-o", &case, &"--json"],
+    );
+    out.expect_code(0);
+    let said = out.json()["not_carried"].to_string();
+    assert!(
+        said.contains("the rules the run ran under (rules 0)"),
+        "{out}"
+    );
+    let text = wl(
+        &store,
+        &[
+            &"case",
+            &"from-run",
+            &run,
+            &"-o",
+            &dir.path().join("again.toml"),
+        ],
+    );
+    assert!(
+        text.stdout
+            .contains("not carried: the rules the run ran under (rules 0)"),
+        "{text}"
+    );
 }

@@ -1042,11 +1042,14 @@ fn rerun_writes_the_run_then_the_verdict_before_and_after_and_what_changed() {
     let s = RerunSummary {
         run: super::run::RunSummary::of(&outcomes[0]),
         changed_assertions: &changed,
+        notes: &[],
         original: Original {
             output: None,
+            rules: 8,
             run: "20261128-093036-94a3bea0",
             status: "failed",
         },
+        rules: 8,
     };
     insta::assert_snapshot!(text(|out| super::rerun::write(
         out,

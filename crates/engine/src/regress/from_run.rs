@@ -36,7 +36,7 @@ use worldline_case::case::{self, fuzz::PlannedFault};
 use worldline_case::error::InputError;
 use worldline_log::log::bundle::{Edit, Parent};
 use worldline_log::log::event::{By, Effect, Event};
-use worldline_log::log::{Call, Kind};
+use worldline_log::log::{Call, Kind, rules};
 use worldline_store::store::StoreDir;
 
 /// What `case from-run` wrote.
@@ -138,6 +138,13 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         );
     }
     not_carried.extend(native_command(&mut table, &rec.bundle.header, out));
+    if rec.rules < rules::CURRENT {
+        not_carried.push(format!(
+            "the rules the run ran under (rules {}): the case runs under this worldline's, rules {} (fixes that change what a run records: decision 0423), so it may not end as the run did",
+            rec.rules,
+            rules::CURRENT
+        ));
+    }
     let seed = rec.bundle.header.seed;
     table.insert(
         "seed".into(),
