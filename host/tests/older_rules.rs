@@ -122,3 +122,47 @@ fn rerun_and_case_from_run_of_an_older_run_say_its_rules() {
         "{text}"
     );
 }
+
+/// A run whose recorded case (or world) a rule added since refuses makes
+/// no case: exit 2, an input error naming the run, the problem and the
+/// recorded case to copy; no file named that was not written (it was exit
+/// 4, "internal", placed in the case never written or in the store's
+/// cache of the world).
+#[test]
+fn case_from_run_of_a_case_refused_since_is_an_input_error() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    for ((folder, file), said) in [
+        (
+            ("before-0412", "run.json"),
+            "[[expect.state]] #1: min = 2 is above max = 1",
+        ),
+        (("before-late-clock", "late-clock.json"), "(clock: is after"),
+        (
+            ("before-wide-integers", "wide-row.json"),
+            "(its world's data/tickets.jsonl:1:74: the integer 18446744073709551616",
+        ),
+    ] {
+        let run = import(&store, (folder, file));
+        let case = dir.path().join(format!("{folder}.toml"));
+        let out = wl(
+            &store,
+            &[&"case", &"from-run", &run, &"-o", &case, &"--json"],
+        );
+        out.expect_code(2);
+        let error = &out.json()["error"];
+        assert_eq!(error["kind"], "input", "{out}");
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.contains("its case is refused by a rule added after the run was recorded")
+                && message.contains(said)
+                && message.contains("copy the case it recorded"),
+            "{out}"
+        );
+        assert!(
+            !message.contains(&format!("{folder}.toml")) && !message.contains("worlds/"),
+            "{out}"
+        );
+        assert!(!case.exists());
+    }
+}
