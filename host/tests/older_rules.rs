@@ -8,6 +8,7 @@
 //! caller-agent guest.
 
 use crate::common;
+use crate::ui_support;
 
 use common::{guest, temp_dir, wl};
 use std::path::Path;
@@ -165,4 +166,60 @@ fn case_from_run_of_a_case_refused_since_is_an_input_error() {
         );
         assert!(!case.exists());
     }
+}
+
+/// `fork --json` says the rules the fork ran under and its notes, which
+/// `fork --samples` now says too (its branches run under rules 0).
+#[test]
+fn a_fork_of_an_older_run_says_its_rules_in_every_form() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let run = import(&store, DOT_PATHS);
+    let out = wl(&store, &[&"fork", &run, &"--at", &"3", &"--json"]);
+    let doc = out.json();
+    assert_eq!(doc["rules"], 0, "{out}");
+    assert!(
+        doc["notes"][0]
+            .as_str()
+            .is_some_and(|n| n.contains("recorded under rules 0, and its fork runs under them too")),
+        "{out}"
+    );
+    let out = wl(&store, &[&"fork", &run, &"--at", &"3", &"--samples", &"2"]);
+    assert!(
+        out.stderr
+            .contains("recorded under rules 0, and its fork runs under them too"),
+        "{out}"
+    );
+}
+
+/// The UI's fork form shows the fork's notes (it sent the browser to the
+/// fork's page, every note dropped).
+#[test]
+fn the_ui_s_fork_of_an_older_run_shows_its_notes() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let run = import(&store, DOT_PATHS);
+    let s = ui_support::Server::start(&store, &[]);
+    let event = s.get(&format!("/run/{run}/event/3"));
+    assert_eq!(event.status, 200, "{event:?}");
+    let csrf = ui_support::input_value(&event.body, "csrf").unwrap();
+    let r = ui_support::request(
+        s.port,
+        "POST",
+        &format!("/run/{run}/event/3/fork?token={}", s.token),
+        &[
+            ("Host", &s.host()),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        &ui_support::form(&[("csrf", &csrf)]),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        r.body.contains("fork-notes")
+            && r.body
+                .contains("recorded under rules 0, and its fork runs under them too")
+            && r.body.contains("id=\"parent\""),
+        "{}",
+        r.body
+    );
 }

@@ -78,7 +78,12 @@ pub struct ForkParent<'a> {
 pub struct ForkSummary<'a> {
     #[serde(flatten)]
     pub run: RunSummary<'a>,
+    /// What the caller should know about the edits and the rules, as the
+    /// text's `note:` lines say it.
+    pub notes: &'a [String],
     pub parent: ForkParent<'a>,
+    /// The rules the fork ran under: its parent's (decision 0423).
+    pub rules: u32,
 }
 
 /// `what → passed` of a recorded grade (as JSON).
