@@ -11,6 +11,7 @@ use crate::common;
 use crate::ui_support;
 
 use common::{guest, temp_dir, wl};
+use serde_json::Value;
 use std::path::Path;
 
 /// `tests/bundles/before-rules-8/no-output.json`: a native `/bin/true` run
@@ -221,5 +222,63 @@ fn the_ui_s_fork_of_an_older_run_shows_its_notes() {
             && r.body.contains("id=\"parent\""),
         "{}",
         r.body
+    );
+}
+
+/// A run recorded under a later worldline's rules: a reader says to read
+/// it with that worldline, a replay to replay it there (every reader said
+/// "replay, fork or resume"); `verify` counts it apart, not as drift (it
+/// was `unreadable`, drift 100%, exit 1).
+#[test]
+fn a_later_worldline_s_run_is_refused_naming_the_command_and_verify_counts_it_apart() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let fixture = common::workspace_root().join("tests/bundles/before-rules");
+    let (agent, worlds) = (guest("caller-agent"), fixture.join("worlds"));
+    let case = fixture.join("dot-paths.toml");
+    let out = wl(
+        &store,
+        &[
+            &"run",
+            &case,
+            &"--agent",
+            &agent,
+            &"--worlds",
+            &worlds,
+            &"--json",
+        ],
+    );
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let bundle = common::bundle_in(&store, &run);
+    let later = dir.path().join("later.jsonl");
+    common::under_rules(&bundle, 9, &later);
+    std::fs::rename(&later, &bundle).unwrap();
+    let refused = |args: &[&dyn AsRef<std::ffi::OsStr>], does: &str| {
+        let out = wl(&store, args);
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains(&format!(
+                "recorded under rules 9 by a later worldline; this one runs rules up to 8: {does} it with that worldline or a later one"
+            )),
+            "{out}"
+        );
+    };
+    refused(&[&"show", &run, &"--at", &"1"], "read");
+    refused(&[&"diff", &run, &run], "read");
+    refused(&[&"replay", &run], "replay, fork or resume");
+    let out = wl(&store, &[&"verify", &"--json"]);
+    out.expect_code(0);
+    let doc: &Value = out.json();
+    assert_eq!(doc["unreadable"], 0, "{out}");
+    assert_eq!(doc["drift_rate"], 0.0, "{out}");
+    assert_eq!(doc["later_rules"], 1, "{out}");
+    assert_eq!(doc["later_rules_runs"][0]["run"], run.as_str(), "{out}");
+    assert_eq!(doc["later_rules_runs"][0]["rules"], 9, "{out}");
+    let out = wl(&store, &[&"verify"]);
+    out.expect_code(0);
+    assert!(
+        out.stdout
+            .contains("1 from a later worldline not replayed; drift rate 0.0%"),
+        "{out}"
     );
 }

@@ -188,7 +188,7 @@ pub(crate) fn replay(app: &Seen, run: &str, form: &FormData) -> Result<Reply> {
         };
         return super::run::body(app, run, &BTreeMap::new(), shown);
     }
-    let rec = app.recorded_held(run)?;
+    let rec = worldline_engine::replay::open_at_held(&app.store, app.run_path(run)?)?;
     let id = super::run::id_of(&rec.path);
     let r = ops::replay::replay(app.sandbox()?, &app.store, rec)?;
     let shown = verdict(app, &id, &r)?;

@@ -83,7 +83,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
     }
     // Held compact (decision 0380): what the case takes is the run's tool
     // calls, faults and user turns, never a model request whole.
-    let rec = crate::replay::open_at_held(store, path)?;
+    let rec = crate::replay::open_to_read(store, path, None)?;
     let events = rec.events();
     let Some(footer) = &rec.bundle.footer else {
         return Err(InputError::new(
