@@ -42,6 +42,7 @@ mod mcp_server;
 mod model;
 mod native;
 mod native_settings;
+mod older_rules;
 mod otel;
 mod pg_gc;
 mod pg_named;

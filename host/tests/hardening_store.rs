@@ -641,6 +641,36 @@ fn a_damaged_index_is_rebuilt_from_the_bundles_and_lists_every_run() {
     assert!(rebuilt > 0, "some damage was found and repaired");
 }
 
+/// An index file at version 0 holding a `runs` table of another shape (as
+/// another program, or an old build, left it) is no index: rebuilt from
+/// the bundles, by a reader as by `index --rebuild` (both were exit 4,
+/// `no such column: case_name`).
+#[test]
+fn an_index_at_version_0_with_tables_of_another_shape_is_rebuilt() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let run = common::imported_fixture(&store, "before-rules", "dot-paths.json");
+    for command in [&["runs", "--json"][..], &["index", "--rebuild", "--json"]] {
+        for f in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm"] {
+            let _ = std::fs::remove_file(store.join(f));
+        }
+        let out = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('CREATE TABLE runs (id TEXT PRIMARY KEY, created INTEGER)'); c.commit(); c.close()",
+            ])
+            .arg(store.join("index.sqlite"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        worldline(&store, command).expect_code(0);
+        let out = worldline(&store, ["runs", "--json"]);
+        out.expect_code(0);
+        let runs: Vec<String> = listed(&out).into_iter().map(|r| r.0).collect();
+        assert_eq!(runs, std::slice::from_ref(&run), "{command:?}: {out}");
+    }
+}
+
 /// `test` of the demo cases in `cases` with the caller agent, `repeat`
 /// times each, into `store`; every run passes.
 fn demo_suite(cases: &Path, store: &Path, repeat: &str) {

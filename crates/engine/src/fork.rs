@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use worldline_case::error::InputError;
 use worldline_log::log::bundle::{self, Edit, ForkPoint, Parent};
+use worldline_log::log::rules;
 use worldline_runtime::mediate::follow::Following;
 use worldline_runtime::sandbox::{Agent, Sandbox};
 use worldline_store::store::StoreDir;
@@ -294,11 +295,26 @@ fn copies_the_process(rec: &RecordedRun, at: u64, samples: u64) -> bool {
 /// K processes nor K results held at once.
 const BRANCHES_AT_ONCE: usize = 32;
 
+/// Said of a fork of `rec` when `rec` ran under older rules than this
+/// worldline's: the fork runs under them too (decision 0423).
+pub fn rules_note(rec: &RecordedRun) -> Option<String> {
+    (rec.rules < rules::CURRENT).then(|| {
+        format!(
+            "run {} was recorded under rules {}, and its fork runs under them too; this worldline's new runs are under rules {} (fixes that change what a run records: decision 0423), so run the case again to see it under those",
+            rec.id,
+            rec.rules,
+            rules::CURRENT
+        )
+    })
+}
+
 /// What [`branch`] hands its caller as it goes, so that K branches are
 /// reported as they are written rather than held until the last.
 pub enum Made {
-    /// Why the process is not copied at the fork point, though it could
-    /// have been: each branch from here on follows the prefix itself.
+    /// What the caller should know: the edits' notes, the rules the
+    /// branches run under ([`rules_note`]), why the process is not copied
+    /// at the fork point though it could have been (each branch from here
+    /// on follows the prefix itself).
     Note(String),
     /// A branch written to the store (without its events and final
     /// state), in member order, with the model seed it drew from.
@@ -328,7 +344,7 @@ pub fn branch(
     samples: u64,
     each: &mut dyn FnMut(Made) -> Result<()>,
 ) -> Result<u64> {
-    check::check(store, rec, at, &edits)?;
+    let notes = check::check(store, rec, at, &edits)?;
     let edits = shaped(rec, at, edits);
     if rec.bundle.header.native.is_some() {
         return Err(InputError::new(
@@ -336,6 +352,9 @@ pub fn branch(
             "is a native agent's run: --samples branches a WebAssembly agent's run (fork it once per continuation instead)",
         )
         .into());
+    }
+    for note in notes.into_iter().chain(rules_note(rec)) {
+        each(Made::Note(note))?;
     }
     let agent = match agent {
         Some(a) => a,

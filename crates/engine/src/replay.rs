@@ -63,6 +63,9 @@ pub struct Opened {
     /// One run opened alone (a fork, a replay, `show`): its case is not
     /// kept, so not copied, for runs that will not come.
     alone: bool,
+    /// Opened to be read, nothing run ([`open_to_read`]): a run from a
+    /// later worldline is refused saying to read it with that one.
+    reading: bool,
 }
 
 impl Opened {
@@ -110,6 +113,21 @@ pub fn open_at_held(store: &StoreDir, path: PathBuf) -> Result<RecordedRun> {
 pub fn open_prefix_held(store: &StoreDir, path: PathBuf, upto: u64) -> Result<RecordedRun> {
     open_with(store, path, &Opened::alone(), |p| {
         worldline_log::log::prefix::read_held(p, upto).map(split)
+    })
+}
+
+/// [`open_at_held`] (only the first `upto` events when given, as
+/// [`open_prefix_held`]) for a command that reads the run and runs nothing
+/// (`show`, `diff`, `case from-run`, the UI's pages): a run from a later
+/// worldline is refused saying to read it with that one, not to replay it.
+pub fn open_to_read(store: &StoreDir, path: PathBuf, upto: Option<u64>) -> Result<RecordedRun> {
+    let opened = Opened {
+        reading: true,
+        ..Opened::alone()
+    };
+    open_with(store, path, &opened, |p| match upto {
+        Some(upto) => worldline_log::log::prefix::read_held(p, upto).map(split),
+        None => bundle::read_held(p).map(split),
     })
 }
 
@@ -204,7 +222,13 @@ fn open_with(
         )
         .into());
     }
-    let rules = rules::of_header(bundle.header.rules).map_err(|m| InputError::new(&path, m))?;
+    let rules = rules::of_header(bundle.header.rules).map_err(|later| {
+        let does = match opened.reading {
+            true => "read",
+            false => "replay, fork or resume",
+        };
+        InputError::new(&path, later.refusal(does))
+    })?;
     let h = &bundle.header;
     let key = Opened::key(h);
     let parsed = parsed.filter(|_| ahead.as_ref().is_some_and(|a| Opened::key(a) == key));

@@ -126,6 +126,10 @@ pub struct RunOptions<'a> {
     pub store: Option<&'a StoreDir>,
     /// A recording to follow (replay, or a fork's prefix).
     pub following: Option<Following>,
+    /// Run under these rules instead of [`rules::CURRENT`]: a repetition
+    /// of a recorded run (`repro`) runs under the rules it ran under
+    /// (decision 0423). A recording followed sets its own.
+    pub rules: Option<u32>,
     /// For a fork: its parent and edits, recorded in the header.
     pub parent: Option<Parent>,
     /// Model answers from an earlier run (a rerun).
@@ -246,9 +250,11 @@ pub fn begin(
     case: &Case,
     opts: &mut RunOptions,
 ) -> Result<Begun> {
-    // A run that follows a recording runs under its rules (decision 0423).
-    if let Some(f) = &opts.following {
-        header.rules = rules::in_header(f.rules);
+    // A run that follows a recording runs under its rules, as does a
+    // repetition of one (decision 0423).
+    let under = opts.following.as_ref().map(|f| f.rules).or(opts.rules);
+    if let Some(r) = under {
+        header.rules = rules::in_header(r);
     }
     let inputs = Inputs::check(
         sandbox,
@@ -287,6 +293,9 @@ pub fn begin(
         &log.path,
     );
     med.set_following(opts.following.take());
+    if let Some(r) = under {
+        med.under_rules(r);
+    }
     Ok(Begun {
         opened: Opened {
             header: inputs.header,

@@ -47,7 +47,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 use worldline_case::bounded::WORKER_LINE;
-use worldline_log::log::bundle;
+use worldline_log::log::{bundle, rules};
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
 
@@ -71,6 +71,9 @@ pub enum Checked {
     /// A redacted copy (`export --redacted`, imported): its hash chain and
     /// footer checked as it was read; it cannot be re-executed.
     Copy,
+    /// Recorded under these rules by a later worldline: not replayed here,
+    /// and not drift (a later worldline verifies it).
+    Later(u32),
 }
 
 /// `n` of `runs` drawn without replacement from `seed`, in the order of
@@ -346,7 +349,14 @@ fn check(sandbox: &Sandbox, store: &StoreDir, run: &str, opened: &replay::Opened
                 }
             };
         }
-        Err(e) => return Checked::Unreadable(format!("{e:#}")),
+        // A later worldline's run: its rules are not known here.
+        Err(e) => {
+            let header = bundle::read_header(&path);
+            return match header.map(|h| rules::of_header(h.rules)) {
+                Ok(Err(later)) => Checked::Later(later.0),
+                _ => Checked::Unreadable(format!("{e:#}")),
+            };
+        }
     };
     // A served episode or an MCP session replays from its events
     // (decisions 0353, 0356); another transport has no process to run.

@@ -154,6 +154,7 @@ fn repro_gives_the_rate_its_interval_and_each_outcome() {
         outcomes: BTreeMap::from([("failed: deploys/D-42.status equals".into(), 10)]),
         rate: 1.0,
         reproduced: 10,
+        rules: worldline_log::log::rules::CURRENT,
         run: "20261128-093036-94a3bea0".into(),
         times: 10,
     };
@@ -165,6 +166,13 @@ fn repro_gives_the_rate_its_interval_and_each_outcome() {
     };
     let shown = text(|out| super::repro::write(out, &varied));
     assert!(shown.contains("  6 distinct runs"), "{shown}");
+    // Repetitions of a run under older rules ran under them, and say so.
+    let older = worldline_engine::fuzz::repro::Repro { rules: 7, ..varied };
+    let shown = text(|out| super::repro::write(out, &older));
+    assert!(
+        shown.contains("\n  under rules 7, the run's (decision 0423); "),
+        "{shown}"
+    );
 }
 
 /// A suite that ran two cases on two jobs: one whose agent could not
@@ -432,6 +440,7 @@ fn verified() -> (
         headless: vec!["20261128-093042-f00f0006".into()],
         sessions: vec!["20261128-093043-aa0a0007".into()],
         copies: vec!["20261128-093044-bb0b0008-redacted".into()],
+        later: vec![("20261128-093045-cc0c0009".into(), 9)],
         sample: Some(Drawn {
             of: 40,
             seed: 17,
@@ -1035,11 +1044,14 @@ fn rerun_writes_the_run_then_the_verdict_before_and_after_and_what_changed() {
     let s = RerunSummary {
         run: super::run::RunSummary::of(&outcomes[0]),
         changed_assertions: &changed,
+        notes: &[],
         original: Original {
             output: None,
+            rules: 8,
             run: "20261128-093036-94a3bea0",
             status: "failed",
         },
+        rules: 8,
     };
     insta::assert_snapshot!(text(|out| super::rerun::write(
         out,

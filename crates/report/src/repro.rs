@@ -3,9 +3,19 @@
 
 use std::io::{self, Write};
 use worldline_engine::fuzz::repro::Repro;
+use worldline_log::log::rules;
 
 pub fn write(out: &mut impl Write, r: &Repro) -> io::Result<()> {
     writeln!(out, "repro {}: {}", r.run, r.outcome)?;
+    // A run under older rules is repeated under them (decision 0423).
+    if r.rules != rules::CURRENT {
+        writeln!(
+            out,
+            "  under rules {}, the run's (decision 0423); this worldline's new runs are under rules {}: run the case again to see it under those",
+            r.rules,
+            rules::CURRENT
+        )?;
+    }
     writeln!(
         out,
         "  reproduced {}/{} = {:.1}% (95% interval {:.1}% – {:.1}%)",

@@ -19,6 +19,8 @@ pub struct Change {
 #[derive(Serialize)]
 pub struct Original<'a> {
     pub output: Option<&'a str>,
+    /// The rules it ran under (decision 0423).
+    pub rules: u32,
     pub run: &'a str,
     pub status: &'static str,
 }
@@ -29,7 +31,12 @@ pub struct RerunSummary<'a> {
     #[serde(flatten)]
     pub run: RunSummary<'a>,
     pub changed_assertions: &'a [Change],
+    /// What the caller should know (the rerun ran under other rules than
+    /// the original), as the text's `note:` lines say it.
+    pub notes: &'a [String],
     pub original: Original<'a>,
+    /// The rules the rerun ran under: this worldline's.
+    pub rules: u32,
 }
 
 /// `rerun`: a line naming the run and the agent, the rerun's summary, then
@@ -71,7 +78,12 @@ pub struct ForkParent<'a> {
 pub struct ForkSummary<'a> {
     #[serde(flatten)]
     pub run: RunSummary<'a>,
+    /// What the caller should know about the edits and the rules, as the
+    /// text's `note:` lines say it.
+    pub notes: &'a [String],
     pub parent: ForkParent<'a>,
+    /// The rules the fork ran under: its parent's (decision 0423).
+    pub rules: u32,
 }
 
 /// `what → passed` of a recorded grade (as JSON).
@@ -92,15 +104,23 @@ fn verdicts(grade: Option<&Value>) -> Vec<(String, bool)> {
 }
 
 /// The assertions of `after` whose verdict differs from the recorded
-/// grade's (`before`: absent there counts as changed).
-pub fn changed_assertions(before: Option<&Value>, after: Option<&Grade>) -> Vec<Change> {
+/// grade's (`before`, graded under `rules`: absent there counts as
+/// changed). A check is found by its name, or by the name it had under
+/// `rules` ([`renamed`]).
+pub fn changed_assertions(
+    before: Option<&Value>,
+    rules: u32,
+    after: Option<&Grade>,
+) -> Vec<Change> {
     let before = verdicts(before);
     after
         .map(|g| g.assertions.iter())
         .into_iter()
         .flatten()
         .filter_map(|a| {
-            let was = before.iter().find(|(w, _)| *w == a.what).map(|(_, p)| *p);
+            let was = (before.iter().find(|(w, _)| *w == a.what))
+                .or_else(|| before.iter().find(|(w, _)| renamed(w, rules, &a.what)))
+                .map(|(_, p)| *p);
             (was != Some(a.passed)).then(|| Change {
                 after: a.passed,
                 before: was,
@@ -108,4 +128,41 @@ pub fn changed_assertions(before: Option<&Value>, after: Option<&Grade>) -> Vec<
             })
         })
         .collect()
+}
+
+/// Whether `old`, a check's name in a grade under `rules`, is the check
+/// this worldline names `what`: under rules 7 and before, an output `json`
+/// check of a run without (JSON) output was named by its path alone
+/// (`output P` for `output P equals`; rules 8).
+fn renamed(old: &str, rules: u32, what: &str) -> bool {
+    let test = what.strip_prefix(old).and_then(|t| t.strip_prefix(' '));
+    rules < worldline_log::log::rules::OUTPUT_CHECK_NAMED_BY_ITS_TEST
+        && old.starts_with("output ")
+        && test.is_some_and(|t| {
+            ["exists", "absent", "equals", "contains"]
+                .iter()
+                .any(|w| t.starts_with(w))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::renamed;
+
+    #[test]
+    fn an_output_check_named_by_its_path_under_rules_7_is_the_one_named_by_its_test() {
+        assert!(renamed(
+            "output cause_deploy",
+            7,
+            "output cause_deploy equals"
+        ));
+        assert!(renamed("output a b", 0, "output a b contains \"x\""));
+        assert!(!renamed(
+            "output cause_deploy",
+            8,
+            "output cause_deploy equals"
+        ));
+        assert!(!renamed("output contains", 7, "output contains any of"));
+        assert!(!renamed("status", 7, "status equals"));
+    }
 }

@@ -11,6 +11,7 @@ use std::path::Path;
 use worldline_engine::ops::replay::{Drawn, Verified};
 use worldline_engine::replay::{ReplayReport, Scope, Verdict};
 use worldline_log::log::bundle::Redacted;
+use worldline_log::log::rules;
 
 /// One replay's verdict: a line, then where a divergence differs and
 /// which passed-through variables differ from the recording.
@@ -192,6 +193,13 @@ impl<W: Write> Stream<W> {
                 "{run}  redacted copy: its hash chain and footer are intact; a copy cannot be re-executed"
             )?;
         }
+        for (run, rules) in &v.later {
+            writeln!(
+                out,
+                "{run}  later worldline: recorded under rules {rules}, past this one's {}; verify it with that worldline or a later one (not counted as drift)",
+                rules::CURRENT
+            )?;
+        }
         for u in &v.unreadable {
             writeln!(out, "{}  unreadable: {}", u.run, u.error)?;
         }
@@ -205,10 +213,14 @@ impl<W: Write> Stream<W> {
             0 => String::new(),
             n => format!(", {n} native runs of a transport not replayed read"),
         };
+        let later = match v.later.len() {
+            0 => String::new(),
+            n => format!(", {n} from a later worldline not replayed"),
+        };
         writeln!(
             out,
-            "{} runs: {} identical or verified ({} of them boundary replays of native agents, {} of those MCP sessions), {} diverged, {} unreadable, {} incomplete without a header{unreplayed}{copies}; drift rate {:.1}%",
-            total + v.headless.len() + v.sessions.len() + v.copies.len(),
+            "{} runs: {} identical or verified ({} of them boundary replays of native agents, {} of those MCP sessions), {} diverged, {} unreadable, {} incomplete without a header{unreplayed}{copies}{later}; drift rate {:.1}%",
+            total + v.headless.len() + v.sessions.len() + v.copies.len() + v.later.len(),
             tally.replayed - tally.diverged,
             tally.boundary_agreed,
             tally.mcp_agreed,
@@ -260,6 +272,9 @@ fn rest_json(v: &Verified) -> Value {
         .sample
         .as_ref()
         .map(|s| json!({"size": s.runs.len(), "of": s.of, "seed": s.seed, "runs": s.runs}));
+    let later: Vec<Value> = (v.later.iter())
+        .map(|(run, rules)| json!({"run": run, "rules": rules}))
+        .collect();
     let errors: Vec<Value> = v
         .unreadable
         .iter()
@@ -283,6 +298,8 @@ fn rest_json(v: &Verified) -> Value {
         "unreplayed_native_runs": v.sessions,
         "redacted_copies": v.copies.len(),
         "redacted_copy_runs": v.copies,
+        "later_rules": v.later.len(),
+        "later_rules_runs": later,
     })
 }
 

@@ -87,6 +87,18 @@ pub(crate) fn fork(app: &Seen, run: &str, at: u64, form: &FormData) -> Result<Re
     let args = fork_args(at, form);
     let rec = worldline_engine::fork::open_at(&app.store, app.run_path(run)?, at)?;
     match ops::fork::fork(app.sandbox()?, &app.store, &rec, args) {
+        // Its notes (a response that fits loosely, the parent's older
+        // rules) shown above the fork's page, as `fork` prints them; with
+        // none, the fork's page itself.
+        Ok(forked) if !forked.notes.is_empty() => {
+            let id = forked.outcome.run_id.unwrap_or_default();
+            let shown = html! {
+                div.note #fork-notes {
+                    @for note in &forked.notes { p { "note: " (note) } }
+                }
+            };
+            super::run::body(app, &id, &BTreeMap::new(), shown)
+        }
         Ok(forked) => {
             let id = forked.outcome.run_id.unwrap_or_default();
             Ok(Reply::Redirect(format!("/run/{}", url(&id))))
@@ -176,7 +188,7 @@ pub(crate) fn replay(app: &Seen, run: &str, form: &FormData) -> Result<Reply> {
         };
         return super::run::body(app, run, &BTreeMap::new(), shown);
     }
-    let rec = app.recorded_held(run)?;
+    let rec = worldline_engine::replay::open_at_held(&app.store, app.run_path(run)?)?;
     let id = super::run::id_of(&rec.path);
     let r = ops::replay::replay(app.sandbox()?, &app.store, rec)?;
     let shown = verdict(app, &id, &r)?;

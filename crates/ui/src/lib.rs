@@ -176,10 +176,10 @@ impl App {
             .map_err(|e| anyhow::Error::from(NotFound(e.message)))
     }
 
-    /// Run `id` with its case, its events held compact (decision 0380):
-    /// the run, event and diff pages, a replay.
+    /// Run `id` with its case, its events held compact (decision 0380),
+    /// to be read: the run, event and diff pages.
     pub fn recorded_held(&self, id: &str) -> Result<worldline_engine::replay::RecordedRun> {
-        worldline_engine::replay::open_at_held(&self.store, self.run_path(id)?)
+        worldline_engine::replay::open_to_read(&self.store, self.run_path(id)?, None)
     }
 
     /// The sandbox forks and replays run in, made on first use.

@@ -108,10 +108,12 @@ pub fn exec(args: ForkCommand) -> Result<ExitCode> {
     if args.common.json {
         super::print_json(&ForkSummary {
             run: RunSummary::of(outcome),
+            notes: &forked.notes,
             parent: ForkParent {
                 event: args.at,
                 run: &rec.id,
             },
+            rules: rec.rules,
         })?;
     } else {
         println!("fork of {} at event {}", rec.id, args.at);

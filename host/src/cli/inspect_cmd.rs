@@ -174,7 +174,7 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
         Some(_) => u64::MAX,
         None => args.at.saturating_add(1),
     };
-    let mut rec = replay::open_prefix_held(&store, path, upto)?;
+    let mut rec = replay::open_to_read(&store, path, Some(upto))?;
     let count = rec.event_count();
     let held = rec.held.as_mut().expect("read held");
     // The flag is what is wrong, as `fork --at` names it (the bundle was).
@@ -242,14 +242,15 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
     let store = super::store_of_run(&args.common.store, &args.run_a)?;
     // Each run held compact (decision 0380): its requests put back one
     // at a time where the runs are compared, not all at once.
-    let a = replay::open_held(&store, &args.run_a)?;
+    let a = replay::open_to_read(&store, store.resolve_run(&args.run_a)?, None)?;
     // Each bundle path with its own store (two machines' runs compared).
     let b = match super::store_path_of_run(&args.common.store, &args.run_b) {
-        Some(other) if other != store.root => replay::open_held(
-            &super::open_holding(&args.common.store, &args.run_b, other)?,
-            &args.run_b,
-        )?,
-        _ => replay::open_held(&store, &args.run_b)?,
+        Some(other) if other != store.root => {
+            let other = super::open_holding(&args.common.store, &args.run_b, other)?;
+            let path = other.resolve_run(&args.run_b)?;
+            replay::open_to_read(&other, path, None)?
+        }
+        _ => replay::open_to_read(&store, store.resolve_run(&args.run_b)?, None)?,
     };
     let mut redactor = args.redaction.redactor(&store, "diff", &[&a.id, &b.id])?;
     let sides = compare::sides(&a, &b, redactor.as_mut());

@@ -11,6 +11,7 @@ use worldline_case::error::InputError;
 use worldline_engine::grade::verdict;
 use worldline_engine::ops;
 use worldline_engine::replay::{self, ModelMode};
+use worldline_log::log::rules;
 use worldline_report::{
     rerun::{self, Original, RerunSummary},
     run::RunSummary,
@@ -73,20 +74,27 @@ pub fn exec(args: RerunCommand) -> Result<ExitCode> {
         },
     )?;
     super::indexed(&store);
+    for note in &reran.notes {
+        eprintln!("note: {note}");
+    }
     let outcome = &reran.outcome;
     let original = rec.bundle.footer.as_ref();
     let changed = rerun::changed_assertions(
         original.and_then(|f| f.grade.as_ref()),
+        rec.rules,
         outcome.grade.as_ref(),
     );
     let summary = RerunSummary {
         run: RunSummary::of(outcome),
         changed_assertions: &changed,
+        notes: &reran.notes,
         original: Original {
             output: original.and_then(|f| f.output.as_deref()),
+            rules: rec.rules,
             run: &rec.id,
             status: original.map_or("incomplete", verdict::recorded_status),
         },
+        rules: rules::of_header(outcome.header.rules).unwrap_or(rules::CURRENT),
     };
     if args.common.json {
         super::print_json_with_settings(&summary)?;

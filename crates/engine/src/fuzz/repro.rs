@@ -27,13 +27,17 @@ pub struct Repro {
     pub outcomes: BTreeMap<String, u64>,
     pub rate: f64,
     pub reproduced: u64,
+    /// The rules the repetitions ran under: the recorded run's
+    /// (decision 0423), so a run recorded before a fix ends as it did.
+    pub rules: u32,
     pub run: String,
     pub times: u64,
 }
 
 /// Run `rec` again `times` times on `jobs` threads; repetition `i` gets
 /// model seed `i + 1` of the run's seed (0 is the run's own). `want` is the
-/// recorded signature (`None`: it passed).
+/// recorded signature (`None`: it passed). Each runs under the rules
+/// `rec` ran under, as a fork of it does.
 pub fn repro(
     sandbox: &Sandbox,
     agent: &dyn Runner,
@@ -52,6 +56,7 @@ pub fn repro(
             RunOptions {
                 faults: header.fuzz.clone(),
                 model_seed: campaign::model_seed(header.seed, i as u64 + 1),
+                rules: Some(rec.rules),
                 ..RunOptions::default()
             },
         )?;
@@ -76,6 +81,7 @@ pub fn repro(
         outcomes,
         rate: reproduced as f64 / times as f64,
         reproduced,
+        rules: rec.rules,
         run: rec.id.clone(),
         times,
     })

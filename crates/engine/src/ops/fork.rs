@@ -7,7 +7,6 @@ use crate::replay::RecordedRun;
 use crate::run::RunOutcome;
 use std::path::PathBuf;
 use worldline_case::error::InputError;
-use worldline_log::log::rules;
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
 
@@ -68,14 +67,7 @@ pub fn fork(
 ) -> Result<Forked, ForkError> {
     let edits = args.edits.parse().map_err(ForkError::Edits)?;
     let mut notes = fork::check::check(store, rec, args.at, &edits).map_err(ForkError::Edits)?;
-    if rec.rules < rules::CURRENT {
-        notes.push(format!(
-            "run {} was recorded under rules {}, and its fork runs under them too; this worldline's new runs are under rules {} (fixes that change what a run records: decision 0423), so run the case again to see it under those",
-            rec.id,
-            rec.rules,
-            rules::CURRENT
-        ));
-    }
+    notes.extend(fork::rules_note(rec));
     // Refused before the other agent is compiled (seconds, for nothing).
     if args.agent.is_some()
         && let Some(refused) = fork::other_agent_refused(rec)

@@ -36,6 +36,9 @@ pub struct Verified {
     /// Redacted copies: read (their hash chain and footer checked), not
     /// replayed; they cannot be.
     pub copies: Vec<String>,
+    /// Runs recorded under a later worldline's rules (which): not
+    /// replayed, and not drift; that worldline verifies them.
+    pub later: Vec<(String, u32)>,
     /// The sample checked, when one was asked for.
     pub sample: Option<Drawn>,
 }
@@ -207,6 +210,7 @@ pub fn verify(
         headless: Vec::new(),
         sessions: Vec::new(),
         copies: Vec::new(),
+        later: Vec::new(),
         sample,
     };
     let mut failed: Option<std::io::Error> = None;
@@ -232,6 +236,7 @@ pub fn verify(
             Checked::Headless => out.headless.push(run.clone()),
             Checked::Session => out.sessions.push(run.clone()),
             Checked::Copy => out.copies.push(run.clone()),
+            Checked::Later(rules) => out.later.push((run.clone(), rules)),
         }
     })?;
     match failed {

@@ -4,6 +4,7 @@ use crate::replay::{self, ModelMode, RecordedRun};
 use crate::run::RunOutcome;
 use anyhow::Result;
 use std::path::PathBuf;
+use worldline_log::log::rules;
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
 
@@ -19,6 +20,9 @@ pub struct RerunArgs {
 pub struct Reran {
     /// SHA-256 of the new agent.
     pub agent_sha256: String,
+    /// What the caller should know: the rerun ran under other rules than
+    /// the run it re-ran.
+    pub notes: Vec<String>,
     pub outcome: RunOutcome,
 }
 
@@ -33,6 +37,21 @@ pub fn rerun(
     let outcome = replay::rerun(sandbox, store, rec, &agent, args.model)?;
     Ok(Reran {
         agent_sha256: agent.sha256.clone(),
+        notes: other_rules(rec).into_iter().collect(),
         outcome,
+    })
+}
+
+/// A rerun is a new run of the case, under this worldline's rules: said
+/// when `rec` ran under others, since what the rerun changed may then come
+/// from those fixes as well as from the agent (decision 0423).
+fn other_rules(rec: &RecordedRun) -> Option<String> {
+    (rec.rules != rules::CURRENT).then(|| {
+        format!(
+            "run {} was recorded under rules {}; this rerun is a new run, under rules {} (fixes that change what a run records: decision 0423), so a change may come from those fixes as well as from the agent",
+            rec.id,
+            rec.rules,
+            rules::CURRENT
+        )
     })
 }

@@ -36,7 +36,7 @@ use worldline_case::case::{self, fuzz::PlannedFault};
 use worldline_case::error::InputError;
 use worldline_log::log::bundle::{Edit, Parent};
 use worldline_log::log::event::{By, Effect, Event};
-use worldline_log::log::{Call, Kind};
+use worldline_log::log::{Call, Kind, rules};
 use worldline_store::store::StoreDir;
 
 /// What `case from-run` wrote.
@@ -83,7 +83,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
     }
     // Held compact (decision 0380): what the case takes is the run's tool
     // calls, faults and user turns, never a model request whole.
-    let rec = crate::replay::open_at_held(store, path)?;
+    let rec = crate::replay::open_to_read(store, path, None)?;
     let events = rec.events();
     let Some(footer) = &rec.bundle.footer else {
         return Err(InputError::new(
@@ -138,6 +138,13 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         );
     }
     not_carried.extend(native_command(&mut table, &rec.bundle.header, out));
+    if rec.rules < rules::CURRENT {
+        not_carried.push(format!(
+            "the rules the run ran under (rules {}): the case runs under this worldline's, rules {} (fixes that change what a run records: decision 0423), so it may not end as the run did",
+            rec.rules,
+            rules::CURRENT
+        ));
+    }
     let seed = rec.bundle.header.seed;
     table.insert(
         "seed".into(),
@@ -237,7 +244,16 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
     case::parse(out, text.clone().into_bytes(), |_| {
         store.load_world(&rec.bundle.header.world_hash)
     })
-    .map_err(|e| anyhow::anyhow!("the case made from the run does not load: {e}"))?;
+    .map_err(|e| {
+        // The recorded case itself refused too: a rule added since.
+        let recorded = case::parse(&source_case, rec.case.source.clone().into_bytes(), |_| {
+            store.load_world(&rec.bundle.header.world_hash)
+        });
+        match recorded {
+            Err(_) => refused_since(&rec, &source_case, e).into(),
+            Ok(_) => anyhow::anyhow!("the case made from the run does not load: {e}"),
+        }
+    })?;
     let bundle_bytes = std::fs::read(&rec.path)
         .map_err(|e| InputError::new(&rec.path, format!("cannot read: {e}")))?;
     worldline_case::output::write_new(&copy, &bundle_bytes, "the bundle copy")?;
@@ -257,6 +273,37 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         not_carried,
         world: rec.bundle.header.world.clone(),
     })
+}
+
+/// The case made from `rec` does not load: its case (or its world) holds
+/// what a rule added after the run was recorded refuses (decisions 0412
+/// on), which the run itself replays past. Said of the run, the problem
+/// placed in the world's file or named by its key (the case's own lines
+/// are of a file not written), with the recorded case to copy and fix.
+fn refused_since(rec: &crate::replay::RecordedRun, case: &Path, e: InputError) -> InputError {
+    let hash = &rec.bundle.header.world_hash;
+    let in_world = e.file.iter().skip_while(|c| *c != hash.as_str()).skip(1);
+    let in_world: PathBuf = in_world.collect();
+    let file = in_world.display();
+    let (place, fix) = match (in_world.as_os_str().is_empty(), e.line) {
+        (true, _) => (String::new(), "fix it".to_string()),
+        (false, Some((line, col))) => (
+            format!("its world's {file}:{line}:{col}: "),
+            format!("fix its world's {file} in a copy of the world"),
+        ),
+        (false, None) => (
+            format!("its world's {file}: "),
+            format!("fix its world's {file} in a copy of the world"),
+        ),
+    };
+    InputError::new(
+        &rec.path,
+        format!(
+            "its case is refused by a rule added after the run was recorded ({place}{}), so no case can be written from it (the run itself replays as it ran); copy the case it recorded ({}), {fix} and run it",
+            e.message,
+            case.display()
+        ),
+    )
 }
 
 /// One explicit rule per injected tool answer: the case rule it came from

@@ -227,14 +227,27 @@ pub const SCRIPTED_MODEL_ANSWERS_N_CHOICES: u32 = 9;
 /// both).
 pub const NOW_WITH_NINE_FRACTION_DIGITS: u32 = 9;
 
-/// The rules of a header's `rules` (`None`: 0), refused when a later
+/// The rules of a header's `rules` (`None`: 0), or [`Later`] when a later
 /// worldline recorded them: what it changed is not known here.
-pub fn of_header(rules: Option<u32>) -> Result<u32, String> {
+pub fn of_header(rules: Option<u32>) -> Result<u32, Later> {
     match rules.unwrap_or(0) {
         r if r <= CURRENT => Ok(r),
-        r => Err(format!(
-            "the run was recorded under rules {r} by a later worldline; this one runs rules up to {CURRENT}: replay, fork or resume it with that worldline or a later one"
-        )),
+        r => Err(Later(r)),
+    }
+}
+
+/// Rules past [`CURRENT`]: a later worldline's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Later(pub u32);
+
+impl Later {
+    /// Why a command that `does` a run under them (`read`, `replay, fork
+    /// or resume`) refuses it, naming what to do instead.
+    pub fn refusal(self, does: &str) -> String {
+        format!(
+            "the run was recorded under rules {} by a later worldline; this one runs rules up to {CURRENT}: {does} it with that worldline or a later one",
+            self.0
+        )
     }
 }
 
@@ -254,6 +267,11 @@ mod tests {
         assert_eq!(of_header(in_header(0)), Ok(0));
         assert_eq!(of_header(in_header(CURRENT)), Ok(CURRENT));
         let later = of_header(Some(CURRENT + 1)).unwrap_err();
-        assert!(later.contains("by a later worldline"), "{later}");
+        assert_eq!(later, Later(CURRENT + 1));
+        assert!(
+            later
+                .refusal("read")
+                .ends_with(": read it with that worldline or a later one")
+        );
     }
 }

@@ -335,6 +335,12 @@ impl Mediator {
         self.services.rules
     }
 
+    /// Run under `rules` rather than the current ones: a repetition of a
+    /// recorded run, under the rules it ran under (decision 0423).
+    pub fn under_rules(&mut self, rules: u32) {
+        self.services.rules = rules;
+    }
+
     /// Follow `following` (a replay, a fork's prefix), under its rules.
     pub fn set_following(&mut self, following: Option<follow::Following>) {
         if let Some(f) = &following {

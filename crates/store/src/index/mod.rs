@@ -218,7 +218,15 @@ impl Index {
             let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
             match version {
                 0 => {
-                    tx.execute_batch(schema::SCHEMA)?;
+                    // A file at version 0 that holds tables of another
+                    // shape (a `runs` without this index's columns) is
+                    // no index: rebuilt as another version is.
+                    tx.execute_batch(schema::SCHEMA).map_err(|e| {
+                        Unusable(format!(
+                            "{} has index version 0 and tables this worldline's index cannot take ({e})",
+                            path.display()
+                        ))
+                    })?;
                     tx.execute_batch(&format!("PRAGMA user_version={}", schema::VERSION))?;
                 }
                 v if v == schema::VERSION => {}
