@@ -34,6 +34,7 @@ mod retention_cmd;
 mod run_cmd;
 mod runs_cmd;
 mod serve_cmd;
+mod stopping;
 mod test_cmd;
 mod ui_cmd;
 mod validate_cmd;
