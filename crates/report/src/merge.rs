@@ -47,7 +47,8 @@ impl Merged {
             Merged::Suite(s) if s.interrupted.is_some() && s.skipped > 0 => {
                 return Ending::Failed;
             }
-            Merged::Suite(s) => s.failed as u64,
+            // A case a signal cut short did not pass either.
+            Merged::Suite(s) => (s.failed + s.interrupted_cases) as u64,
         };
         if failed == 0 {
             Ending::Passed
