@@ -77,7 +77,7 @@ fn import(python: &Path, store: &Path, dir: &Path, suite: &Suite) -> String {
     );
     // `bench list` says what the import carries (workspace's said an
     // import of long before).
-    let list = worldline_raw(["bench", "list", "--json"]);
+    let list = worldline(store, ["bench", "list", "--json"]);
     let name = format!("agentdojo/{}", suite.name);
     let listed = (list.json()["benchmarks"].as_array().unwrap().iter())
         .find(|b| b["name"] == name.as_str())
@@ -326,7 +326,8 @@ fn workspace_imports_validates_and_grades_as_agentdojo_does() {
         goals_written: 8,
         quick: false,
     };
-    let listed = worldline_raw(["bench", "list", "--json"]);
+    let tmp = temp_dir();
+    let listed = worldline(&tmp.path().join("store"), ["bench", "list", "--json"]);
     let list = listed.json();
     let workspace = list["benchmarks"]
         .as_array()

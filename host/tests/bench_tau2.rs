@@ -8,7 +8,7 @@
 use crate::common;
 
 use common::bench::same_imports;
-use common::{python_service, temp_dir, workspace_root, worldline, worldline_raw};
+use common::{python_service, temp_dir, workspace_root, worldline};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -354,7 +354,7 @@ fn telecom_imports_with_the_users_tools_validates_and_agrees_with_tau2() {
     let stride = common::bench::stride(10);
     let tmp = temp_dir();
     let store = tmp.path().join("store");
-    let listed = worldline_raw(["bench", "list", "--json"]);
+    let listed = worldline(&store, ["bench", "list", "--json"]);
     let list = listed.json();
     let telecom = list["benchmarks"]
         .as_array()

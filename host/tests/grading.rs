@@ -5,8 +5,7 @@
 use crate::common;
 
 use common::{
-    guest, load_error, make_world, temp_dir, toml_inline, worldline, worldline_raw, worlds_dir,
-    write_case,
+    guest, load_error, make_world, temp_dir, toml_inline, worldline, worlds_dir, write_case,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -1212,12 +1211,15 @@ fn a_note_on_a_field_no_row_holds_is_at_its_key_s_line() {
          [[expect.state]]\ntable = \"tickets\"\norder_by = \"zz\"\nrow = \"last\"\nfield = \"zz\"\nequals = 1\n\n\
          [[expect.state]]\ntable = \"tickets\"\nsum = \"yy\"\nwhere = { yy = 2 }\nequals = 1\n",
     );
-    let out = worldline_raw([
-        "check".as_ref(),
-        case.as_os_str(),
-        "--worlds".as_ref(),
-        worlds_dir().as_os_str(),
-    ]);
+    let out = worldline(
+        &dir.path().join("store"),
+        [
+            "check".as_ref(),
+            case.as_os_str(),
+            "--worlds".as_ref(),
+            worlds_dir().as_os_str(),
+        ],
+    );
     out.expect_code(0);
     for (place, what) in [
         ("8:12", "#1: order_by `zz`"),
@@ -1247,8 +1249,9 @@ fn a_limit_arg_declared_as_no_number_is_a_problem_at_its_tool() {
         )
         .join("w/v1/world.toml")
     };
+    let store = root.path().join("store");
     let file = world("\"string\"");
-    let out = worldline_raw(["check".as_ref(), file.as_os_str()]);
+    let out = worldline(&store, ["check".as_ref(), file.as_os_str()]);
     out.expect_code(2);
     assert!(
         out.stdout.contains(&format!(
@@ -1259,7 +1262,7 @@ fn a_limit_arg_declared_as_no_number_is_a_problem_at_its_tool() {
     );
     for fine in ["\"integer\"", "[\"integer\", \"null\"]", "\"number\""] {
         let file = world(fine);
-        worldline_raw(["check".as_ref(), file.as_os_str()]).expect_code(0);
+        worldline(&store, ["check".as_ref(), file.as_os_str()]).expect_code(0);
     }
 }
 

@@ -9,7 +9,7 @@ use crate::common;
 
 use common::{
     counters, counters_case, guest, read_bundle, temp_dir, workspace_root, world_with_service,
-    worldline, worldline_raw,
+    worldline,
 };
 use serde_json::{Value, json};
 use std::ffi::OsStr;
@@ -647,7 +647,7 @@ fn a_service_path_out_of_the_world_is_refused_as_that_built_or_not() {
         if built {
             std::fs::write(worlds.join("s/service.wasm"), b"\0asm").unwrap();
         }
-        let out = worldline_raw([OsStr::new("check"), toml.as_os_str()]);
+        let out = worldline(dir.path(), [OsStr::new("check"), toml.as_os_str()]);
         out.expect_code(2);
         assert!(out.stdout.contains(said), "built: {built}: {out}");
         assert!(

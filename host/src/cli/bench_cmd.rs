@@ -169,13 +169,6 @@ pub fn exec(args: BenchArgs) -> Result<ExitCode> {
 }
 
 fn list(args: ListArgs) -> Result<ExitCode> {
-    if super::project_args::store_given() {
-        return Err(InputError::new(
-            "--store",
-            "`worldline bench list` uses no store: leave --store out (it is for the commands that record or read runs)",
-        )
-        .into());
-    }
     if args.common.json {
         super::print_json(&serde_json::json!({ "benchmarks": KNOWN }))?;
     } else {

@@ -35,10 +35,10 @@ const TAKES: &[(&str, &[&str])] = &[
 
 /// Commands that use no store: the project file's `store` is not added
 /// to them (`check --json` said it supplied one), and a `--store` on
-/// their command line is refused (it was taken and ignored); `init`
-/// writes it into the project file it makes ([`store_given`]), and of
-/// `bench`, `bench list` refuses it (`bench import` takes it, unused,
-/// as scripts give it).
+/// their command line is said to be ignored (it was taken and ignored,
+/// unsaid; refused, it would break scripts that give every command one
+/// `--store`); `init` writes it into the project file it makes
+/// ([`store_given`]).
 const NO_STORE: &[&str] = &["init", "check", "bench", "build-python", "build-js"];
 
 /// What the project file supplied to this command.
@@ -100,16 +100,10 @@ pub fn apply(
     let command = find_command(&argv, commands);
     let lenient = matches!(command.as_deref(), Some("init" | "check"));
     let _ = STORE_GIVEN.set(flag_given(&argv, "store"));
-    if let Some(c) =
-        (command.as_deref()).filter(|c| NO_STORE.contains(c) && !["init", "bench"].contains(c))
+    if let Some(c) = (command.as_deref()).filter(|c| NO_STORE.contains(c) && *c != "init")
         && store_given()
     {
-        return Err(worldline_case::error::InputError::new(
-            "--store",
-            format!(
-                "`worldline {c}` uses no store: leave --store out (it is for the commands that record or read runs)"
-            ),
-        ));
+        eprintln!("note: --store: `worldline {c}` uses no store; it is ignored");
     }
     let file = std::env::current_dir().ok().and_then(|d| project::find(&d));
     let loaded = match &file {
