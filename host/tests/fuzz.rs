@@ -29,11 +29,13 @@ fn fuzz(store: &Path, case: &Path, agent: &Path, extra: &[&str]) -> common::CliO
     worldline(store, args)
 }
 
-/// The report without what may differ between invocations: timing, and
-/// the reproducers' run ids and bundle paths (store names carry the time).
+/// The report without what may differ between invocations: timing, the
+/// campaign's id, and the reproducers' run ids and bundle paths (store
+/// names carry the time).
 fn stable(report: &Value) -> Value {
     let mut r = report.clone();
     r.as_object_mut().unwrap().remove("timing");
+    r.as_object_mut().unwrap().remove("campaign");
     for g in r["groups"].as_array_mut().unwrap() {
         let rep = g["reproducer"].as_object_mut().unwrap();
         rep.remove("run_id");
@@ -908,6 +910,12 @@ fn a_campaign_stopped_by_sigint_reports_the_runs_it_made() {
     assert_eq!(doc["interrupted"], "SIGINT", "{doc}");
     let made = doc["summary"]["runs"].as_u64().unwrap();
     assert!((3..400).contains(&made), "{doc}");
+    // Which campaign was kept, as stderr says (it was on stderr alone).
+    let campaign = doc["campaign"].as_str().unwrap_or_else(|| panic!("{doc}"));
+    assert!(
+        store.join(format!("campaigns/{campaign}.json")).is_file(),
+        "{doc}"
+    );
     // The signal is said when it is seen, once (the campaign said nothing
     // of it until its report), as `test` says it; runs under way may
     // finish after it.
