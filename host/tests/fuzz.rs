@@ -642,6 +642,28 @@ fn merged_shards_equal_the_single_machine_report() {
             .contains("shards count:2/3, count:3/3 are missing"),
         "{short}"
     );
+    // A shard a signal interrupted is refused naming its file (the error
+    // named `merge`).
+    let mut cut: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("count-3.json")).unwrap()).unwrap();
+    cut["interrupted"] = "SIGINT".into();
+    let cut_file = dir.path().join("cut-3.json");
+    std::fs::write(&cut_file, cut.to_string()).unwrap();
+    let mut m = vec!["merge".to_string(), "--json".to_string()];
+    m.extend([1, 2].map(|i| {
+        dir.path()
+            .join(format!("count-{i}.json"))
+            .display()
+            .to_string()
+    }));
+    m.push(cut_file.display().to_string());
+    let refused = worldline(&store, m);
+    refused.expect_code(2);
+    assert_eq!(
+        refused.json()["error"]["file"],
+        cut_file.display().to_string(),
+        "{refused}"
+    );
     // `merge` of count shards 1 and 2 with `out` (kept as `name`) as the
     // third.
     let merge_with_third = |out: &common::CliOutput, name: &str| {
