@@ -349,6 +349,49 @@ fn repro_reports_a_rate() {
     );
 }
 
+/// A Ctrl-C on `repro` ends it with the rate of the repetitions made
+/// before it (`interrupted`), said on stderr, then the signal ends it: it
+/// ended with nothing on stdout or stderr.
+#[test]
+fn repro_stopped_by_sigint_reports_the_rate_of_the_repetitions_made() {
+    let store = temp_dir();
+    let out = fuzz(
+        store.path(),
+        &fuzz_case(),
+        &guest("naive-agent"),
+        &["--runs", "30"],
+    );
+    let id = out.json()["groups"][0]["reproducer"]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut command = common::cli();
+    command
+        .args(["repro", &id, "--times", "1000000", "--json", "--store"])
+        .arg(store.path());
+    let ready = |pid, _: &str| {
+        let caught = common::catches(pid, libc::SIGINT);
+        if caught {
+            // Some repetitions made.
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+        caught
+    };
+    let (signal, out) = common::signalled_once(command, ready, libc::SIGINT, true);
+    assert_eq!(signal, Some(libc::SIGINT), "{out}");
+    let r = out.json();
+    assert_eq!(r["interrupted"], "SIGINT", "{out}");
+    let times = r["times"].as_u64().unwrap();
+    assert!(times < 1_000_000, "{out}");
+    assert_eq!(r["reproduced"], times, "{out}");
+    assert!(
+        out.stderr.contains(&format!(
+            "interrupted by SIGINT: the rate is of the {times} of 1000000 repetitions made"
+        )),
+        "{out}"
+    );
+}
+
 #[test]
 fn bad_profiles_are_input_errors_naming_the_file_and_line() {
     let dir = temp_dir();

@@ -333,8 +333,28 @@ pub fn child_within(
 /// `group` (a terminal's Ctrl-C, its workers included), else to it alone
 /// (a CI runner's). The signal that ended it, if one did, and what it said.
 pub fn signalled_once_said(
-    mut command: Command,
+    command: Command,
     said: &str,
+    signal: libc::c_int,
+    group: bool,
+) -> (Option<i32>, CliOutput) {
+    signalled_once(command, |_, out| out.contains(said), signal, group)
+}
+
+/// Whether process `pid` catches `signal` (its handler is set: the
+/// command is ready for it).
+pub fn catches(pid: u32, signal: libc::c_int) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    (status.lines())
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (signal - 1)) != 0)
+}
+
+/// [`signalled_once_said`], sent once `ready(pid, stdout so far)`.
+pub fn signalled_once(
+    mut command: Command,
+    ready: impl Fn(u32, &str) -> bool,
     signal: libc::c_int,
     group: bool,
 ) -> (Option<i32>, CliOutput) {
@@ -361,12 +381,15 @@ pub fn signalled_once_said(
     let (stdout, out_reader) = drain(Box::new(child.stdout.take().expect("piped stdout")));
     let (stderr, err_reader) = drain(Box::new(child.stderr.take().expect("piped stderr")));
     let until = Instant::now() + Duration::from_secs(120);
-    while !String::from_utf8_lossy(&stdout.lock().unwrap()).contains(said) {
+    while !ready(
+        child.id(),
+        &String::from_utf8_lossy(&stdout.lock().unwrap()),
+    ) {
         if Instant::now() > until || child.try_wait().unwrap().is_some() {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "it never said {said:?}: {}{}",
+                "it was never ready for the signal: {}{}",
                 String::from_utf8_lossy(&stdout.lock().unwrap()),
                 String::from_utf8_lossy(&stderr.lock().unwrap())
             );
