@@ -489,3 +489,48 @@ fn one_sample_says_pass_at_1_once() {
         assert!(out.stdout.contains(said), "{out}");
     }
 }
+
+/// A first SIGINT to `fork --samples K --json` begins no more branches:
+/// those under way are written whole, the document is closed with
+/// `interrupted` after the members written (one per branch kept), it is
+/// said on stderr, then the signal ends the command; the process copied
+/// at the fork point or not. It was ended mid-document, saying nothing,
+/// and left a branch without a footer (one in a tool call that wrote was
+/// then refused by `test --resume`).
+#[test]
+fn a_signal_stops_branching_and_the_document_closes_with_the_branches_made() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let (id, _) = failed_run(store);
+    let bundles = || common::files_with_suffix(&store.join("runs"), ".jsonl");
+    for copy in ["0", "1"] {
+        let before = bundles().len();
+        let mut command = common::cli();
+        command
+            .args(["fork", &id, "--at", "3", "--samples", "5000", "--json"])
+            .arg("--store")
+            .arg(store)
+            .env("WORLDLINE_BRANCH_REEXECUTE", copy);
+        let (signal, out) = common::signalled_once_said(command, "\"member\"", libc::SIGINT, true);
+        assert_eq!(signal, Some(libc::SIGINT), "{copy}: {out}");
+        let doc = out.json();
+        assert_eq!(doc["interrupted"], "SIGINT", "{copy}: {out}");
+        let members = doc["members"].as_array().unwrap().len();
+        assert!((1..5000).contains(&members), "{copy}: {out}");
+        assert_eq!(bundles().len() - before, members, "{copy}: {out}");
+        for b in bundles() {
+            let text = std::fs::read_to_string(&b).unwrap();
+            let last = text.trim_end().lines().last().unwrap_or_default();
+            assert!(
+                last.starts_with("{\"footer\""),
+                "{}: no footer",
+                b.display()
+            );
+        }
+        assert!(
+            out.stderr
+                .contains("SIGINT: starting no more branches; the report follows"),
+            "{copy}: {out}"
+        );
+    }
+}

@@ -29,11 +29,13 @@ fn fuzz(store: &Path, case: &Path, agent: &Path, extra: &[&str]) -> common::CliO
     worldline(store, args)
 }
 
-/// The report without what may differ between invocations: timing, and
-/// the reproducers' run ids and bundle paths (store names carry the time).
+/// The report without what may differ between invocations: timing, the
+/// campaign's id, and the reproducers' run ids and bundle paths (store
+/// names carry the time).
 fn stable(report: &Value) -> Value {
     let mut r = report.clone();
     r.as_object_mut().unwrap().remove("timing");
+    r.as_object_mut().unwrap().remove("campaign");
     for g in r["groups"].as_array_mut().unwrap() {
         let rep = g["reproducer"].as_object_mut().unwrap();
         rep.remove("run_id");
@@ -347,6 +349,49 @@ fn repro_reports_a_rate() {
     );
 }
 
+/// A Ctrl-C on `repro` ends it with the rate of the repetitions made
+/// before it (`interrupted`), said on stderr, then the signal ends it: it
+/// ended with nothing on stdout or stderr.
+#[test]
+fn repro_stopped_by_sigint_reports_the_rate_of_the_repetitions_made() {
+    let store = temp_dir();
+    let out = fuzz(
+        store.path(),
+        &fuzz_case(),
+        &guest("naive-agent"),
+        &["--runs", "30"],
+    );
+    let id = out.json()["groups"][0]["reproducer"]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut command = common::cli();
+    command
+        .args(["repro", &id, "--times", "1000000", "--json", "--store"])
+        .arg(store.path());
+    let ready = |pid, _: &str| {
+        let caught = common::catches(pid, libc::SIGINT);
+        if caught {
+            // Some repetitions made.
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+        caught
+    };
+    let (signal, out) = common::signalled_once(command, ready, libc::SIGINT, true);
+    assert_eq!(signal, Some(libc::SIGINT), "{out}");
+    let r = out.json();
+    assert_eq!(r["interrupted"], "SIGINT", "{out}");
+    let times = r["times"].as_u64().unwrap();
+    assert!(times < 1_000_000, "{out}");
+    assert_eq!(r["reproduced"], times, "{out}");
+    assert!(
+        out.stderr.contains(&format!(
+            "interrupted by SIGINT: the rate is of the {times} of 1000000 repetitions made"
+        )),
+        "{out}"
+    );
+}
+
 #[test]
 fn bad_profiles_are_input_errors_naming_the_file_and_line() {
     let dir = temp_dir();
@@ -640,6 +685,28 @@ fn merged_shards_equal_the_single_machine_report() {
             .contains("shards count:2/3, count:3/3 are missing"),
         "{short}"
     );
+    // A shard a signal interrupted is refused naming its file (the error
+    // named `merge`).
+    let mut cut: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("count-3.json")).unwrap()).unwrap();
+    cut["interrupted"] = "SIGINT".into();
+    let cut_file = dir.path().join("cut-3.json");
+    std::fs::write(&cut_file, cut.to_string()).unwrap();
+    let mut m = vec!["merge".to_string(), "--json".to_string()];
+    m.extend([1, 2].map(|i| {
+        dir.path()
+            .join(format!("count-{i}.json"))
+            .display()
+            .to_string()
+    }));
+    m.push(cut_file.display().to_string());
+    let refused = worldline(&store, m);
+    refused.expect_code(2);
+    assert_eq!(
+        refused.json()["error"]["file"],
+        cut_file.display().to_string(),
+        "{refused}"
+    );
     // `merge` of count shards 1 and 2 with `out` (kept as `name`) as the
     // third.
     let merge_with_third = |out: &common::CliOutput, name: &str| {
@@ -908,6 +975,12 @@ fn a_campaign_stopped_by_sigint_reports_the_runs_it_made() {
     assert_eq!(doc["interrupted"], "SIGINT", "{doc}");
     let made = doc["summary"]["runs"].as_u64().unwrap();
     assert!((3..400).contains(&made), "{doc}");
+    // Which campaign was kept, as stderr says (it was on stderr alone).
+    let campaign = doc["campaign"].as_str().unwrap_or_else(|| panic!("{doc}"));
+    assert!(
+        store.join(format!("campaigns/{campaign}.json")).is_file(),
+        "{doc}"
+    );
     // The signal is said when it is seen, once (the campaign said nothing
     // of it until its report), as `test` says it; runs under way may
     // finish after it.

@@ -1641,3 +1641,42 @@ fn history_s_streams_reach_a_terminal_escaped_and_a_pipe_as_written() {
         "{text:?}"
     );
 }
+
+/// A usage error with `--json` is one JSON error whose message says
+/// `error:` no more than any other (an unknown command's said `error:
+/// error: unrecognized subcommand`), and `--json=true`, which clap
+/// refuses, gets its error in JSON too (stdout was empty).
+#[test]
+fn a_usage_error_answers_json_once_said() {
+    for args in [
+        &["nocmd", "--json"][..],
+        &["help", "run", "--json"],
+        &["runs", "--json=true"],
+    ] {
+        let out = common::worldline_raw(args);
+        out.expect_code(2);
+        let message = out.json()["error"]["message"].as_str().unwrap();
+        assert!(!message.starts_with("error:"), "{args:?}: {out}");
+    }
+}
+
+/// `runs --limit 0` is refused, as `test --limit 0` is (it listed `[]`,
+/// exit 0, as if the store held no run).
+#[test]
+fn runs_limit_0_is_refused_as_test_s_is() {
+    let dir = common::temp_dir();
+    std::fs::create_dir_all(dir.path().join("runs")).unwrap();
+    let out = common::worldline(dir.path(), ["runs", "--limit", "0", "--json"]);
+    out.expect_code(2);
+    assert_eq!(out.json()["error"]["file"], "--limit", "{out}");
+}
+
+/// `--store`'s help says where its default comes from, without clap's
+/// `[default: .worldline]` contradicting it.
+#[test]
+fn the_store_flag_s_help_says_its_default_once() {
+    let out = common::worldline_raw(["runs", "--help"]);
+    out.expect_code(0);
+    assert!(!out.stdout.contains("[default: .worldline]"), "{out}");
+    assert!(out.stdout.contains("beside that file"), "{out}");
+}

@@ -785,3 +785,64 @@ fn init_s_next_command_quotes_the_folder() {
         assert_eq!(words, ["cd", name], "{out}");
     }
 }
+
+/// `init --store S` writes S as the project's store (a folder inside the
+/// project relative to it, one outside absolute; an address of another
+/// scheme refused, naming the flag); a command that uses no store
+/// (`bench list`, `check`) says it ignores `--store`, and `check --json`
+/// in a project does not say the file supplied a store. `init --store`
+/// was taken and ignored (the file said `.worldline`), as `bench list
+/// --store /nonexistent` was, unsaid.
+#[test]
+fn init_writes_its_store_and_a_command_without_one_says_it_ignores_it() {
+    let dir = temp_dir();
+    let d = dir.path();
+    let outside = d.join("elsewhere");
+    let at = |name: &str, store: &std::ffi::OsStr| {
+        let args = [
+            "init".as_ref(),
+            name.as_ref(),
+            "--lang".as_ref(),
+            "python".as_ref(),
+            "--store".as_ref(),
+            store,
+            "--json".as_ref(),
+        ];
+        worldline_at(d, args, &[])
+    };
+    for (name, store, written) in [
+        ("p1", outside.as_os_str(), outside.display().to_string()),
+        ("p2", "p2/runs".as_ref(), "runs".into()),
+        (
+            "p3",
+            "postgres://u@h/db".as_ref(),
+            "postgres://u@h/db".into(),
+        ),
+    ] {
+        at(name, store).expect_code(0);
+        let file = std::fs::read_to_string(d.join(name).join("worldline.toml")).unwrap();
+        let line = format!("store = {}", toml::Value::String(written));
+        assert!(file.lines().any(|l| l == line), "{name}: {file}");
+    }
+    let out = at("p4", "ftp://h/x".as_ref());
+    out.expect_code(2);
+    assert!(out.json()["error"]["file"] == "--store", "{out}");
+    assert!(!d.join("p4").exists(), "{out}");
+    for args in [&["bench", "list"][..], &["check"]] {
+        let mut args = args.to_vec();
+        args.extend(["--store", "/nonexistent", "--json"]);
+        let out = worldline_at(&d.join("p1"), &args, &[]);
+        assert!(out.json().get("error").is_none(), "{out}");
+        assert!(
+            (out.stderr).contains(
+                "note: --store: `worldline {}` uses no store; it is ignored"
+                    .replace("{}", args[0])
+                    .as_str()
+            ),
+            "{out}"
+        );
+    }
+    let out = worldline_at(&d.join("p1"), ["check", "--json"], &[]);
+    let settings = &out.json()["settings"];
+    assert!(settings["supplied"].get("store").is_none(), "{out}");
+}

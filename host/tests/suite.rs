@@ -1180,14 +1180,22 @@ fn a_signal_that_cuts_a_case_s_repeats_short_does_not_report_it_passed() {
     let runs = case["runs"].as_u64().unwrap();
     assert!((1..100000).contains(&runs), "{stdout}");
     assert_eq!(case["passes"].as_u64(), Some(runs), "{stdout}");
+    // Counted apart: neither passed nor failed (it was counted failed).
     assert_eq!(
         (
             &case["passed"],
             &case["status"],
             &doc["passed"],
-            &doc["failed"]
+            &doc["failed"],
+            &doc["interrupted_cases"]
         ),
-        (&false.into(), &"interrupted".into(), &0.into(), &1.into()),
+        (
+            &false.into(),
+            &"interrupted".into(),
+            &0.into(),
+            &0.into(),
+            &1.into()
+        ),
         "{stdout}"
     );
     let reason = case["reason"].as_str().unwrap();
@@ -1205,7 +1213,14 @@ fn a_signal_that_cuts_a_case_s_repeats_short_does_not_report_it_passed() {
     let report = dir.path().join("report.json");
     std::fs::write(&report, &stdout).unwrap();
     let merged = worldline(&store, ["merge".as_ref(), report.as_os_str()]);
+    merged.expect_code(1);
     assert!(merged.stdout.contains("STOP  again"), "{merged}");
+    assert!(
+        merged
+            .stdout
+            .contains("0 passed, 0 failed, 1 interrupted\n"),
+        "{merged}"
+    );
     assert!(
         merged.stdout.contains("interrupted — SIGINT stopped"),
         "{merged}"

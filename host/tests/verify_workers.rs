@@ -184,3 +184,54 @@ fn a_verify_killed_takes_its_worker_with_it() {
     let dir = temp_dir();
     killed_takes_its_worker(long_verify(dir.path()), "--verify-worker");
 }
+
+/// A first SIGINT stops a `verify`: it begins no more replays (its worker
+/// neither, when a Ctrl-C reaches it too), says so on stderr, writes its
+/// report of the runs it checked (`interrupted`, `not_checked`; one JSON
+/// document), then the signal ends it. It was ended mid-report: `--json`
+/// cut off in its `runs`, the text without its totals, nothing said, and
+/// on two jobs its worker ended by the Ctrl-C.
+#[test]
+fn a_signal_stops_a_verify_which_reports_the_runs_it_checked() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    copies(&component_run(&store), 4000);
+    // Jobs, whether the signal reaches its process group (a terminal's
+    // Ctrl-C) or it alone, and `--json`.
+    for (jobs, group, json) in [("1", false, true), ("2", true, true), ("1", true, false)] {
+        if jobs == "2" && one_core() {
+            continue;
+        }
+        let mut command = cli();
+        command
+            .args(["verify", "--jobs", jobs])
+            .arg("--store")
+            .arg(&store);
+        if json {
+            command.arg("--json");
+        }
+        let said = if json { "\"verdict\"" } else { "identical" };
+        let (signal, out) = signalled_once_said(command, said, libc::SIGINT, group);
+        let what = format!("jobs {jobs}, group {group}: {out}");
+        assert_eq!(signal, Some(libc::SIGINT), "{what}");
+        assert!(
+            out.stderr
+                .contains("SIGINT: starting no more replays; the report follows"),
+            "{what}"
+        );
+        assert!(!out.stderr.contains("worker"), "{what}");
+        if !json {
+            assert!(out.stdout.contains(" diverged, "), "{what}");
+            assert!(out.stdout.contains("interrupted by SIGINT: "), "{what}");
+            continue;
+        }
+        let doc = out.json();
+        assert_eq!(doc["interrupted"], "SIGINT", "{what}");
+        let replayed = doc["replayed"].as_u64().unwrap();
+        assert_eq!(doc["runs"].as_array().unwrap().len() as u64, replayed);
+        let not_checked = doc["not_checked"].as_u64().unwrap();
+        assert!(not_checked > 0, "{what}");
+        assert_eq!(replayed + not_checked, 4001, "{what}");
+        assert_eq!(doc["diverged"], 0, "{what}");
+    }
+}

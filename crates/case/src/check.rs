@@ -129,6 +129,13 @@ pub fn check(paths: &[PathBuf], worlds_root: Option<&Path>, named: bool) -> Chec
             let mut found = Vec::new();
             if let Err(e) = walk(p, &mut found) {
                 out.problem(InputError::new(p, format!("cannot read folder: {e}")));
+            } else if found.is_empty() {
+                // As `test` and `validate` refuse it: a folder with nothing
+                // to check did not pass (it was `ok`, exit 0).
+                out.problem(InputError::new(
+                    p,
+                    "no .toml files (cases, worlds, fault profiles) in this folder: name the folder or files to check",
+                ));
             }
             found.sort();
             for f in found {
@@ -517,6 +524,21 @@ fn service_component(dir: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A folder with no `.toml` file is a problem, as `test` and
+    /// `validate` refuse it (it checked as `ok`).
+    #[test]
+    fn a_folder_with_nothing_to_check_is_a_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+        let checked = check(&[dir.path().to_path_buf()], None, true);
+        assert_eq!(checked.problems.len(), 1, "{:?}", checked.problems);
+        assert!(
+            (checked.problems[0].message).contains("no .toml files"),
+            "{:?}",
+            checked.problems
+        );
+    }
 
     #[test]
     fn a_link_to_a_folder_above_is_not_followed() {

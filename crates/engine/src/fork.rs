@@ -330,9 +330,11 @@ pub enum Made {
 /// branch (decision 0358's fork server, `server.rs`); otherwise, or with
 /// `WORLDLINE_BRANCH_REEXECUTE=1`, or when the process cannot be copied
 /// safely, each member follows the prefix itself (decision 0355),
-/// answered from the log. Both write the same bundles. Returns how many
-/// times the prefix was followed: once per chunk of the fork server's,
-/// else once per branch.
+/// answered from the log. Both write the same bundles. A SIGINT or
+/// SIGTERM its caller catches ([`crate::native::Interrupt`]) starts no
+/// more branches (nor chunks); those under way end and are written whole.
+/// Returns how many times the prefix was followed: once per chunk of the
+/// fork server's, else once per branch.
 #[allow(clippy::too_many_arguments)]
 pub fn branch(
     sandbox: &Sandbox,
@@ -369,6 +371,9 @@ pub fn branch(
         // At most `BRANCHES_AT_ONCE` copies live at a time, each chunk
         // following the prefix once: K branches never make K processes.
         for chunk in seeds.chunks(BRANCHES_AT_ONCE) {
+            if crate::native::signals::received() {
+                return Ok(replayed);
+            }
             let chunk = server::Chunk {
                 seeds: chunk,
                 first: written.made as u64,
@@ -391,7 +396,7 @@ pub fn branch(
             }
         }
     }
-    while written.made < seeds.len() {
+    while written.made < seeds.len() && !crate::native::signals::received() {
         let i = written.made;
         let mut member = edits.clone();
         member.push(Edit::Reseed {

@@ -160,7 +160,8 @@ impl Hello {
 /// (handed what to send them first) in their processes and the rest on
 /// threads of this one; each result to `each` in the order of `runs`, as
 /// soon as the results before it are in, so that a store's checks are not
-/// held until the last.
+/// held until the last. After a signal ([`unstopped`]) it begins no run,
+/// and the runs checked after one not begun are handed on at the end.
 pub fn verify(
     sandbox: &Sandbox,
     store: &StoreDir,
@@ -221,13 +222,13 @@ pub fn verify(
                 workers,
                 &|i| {
                     reached.fetch_max(i as usize, Ordering::Relaxed);
-                    Ok(Some(CheckedRun {
+                    Ok(unstopped().then(|| CheckedRun {
                         index: i,
                         checked: check(sandbox, store, &runs[i as usize], &opened),
                     }))
                 },
                 &keep,
-                &|| false,
+                &|| !unstopped(),
             )
         })();
         done.store(true, Ordering::Relaxed);
@@ -235,9 +236,20 @@ pub fn verify(
     })?;
     let order = order.into_inner().expect("results lock");
     match runs.get(order.next) {
+        Some(_) if !unstopped() => {
+            order.rest();
+            Ok(())
+        }
         Some(run) => Err(anyhow!("run {run} was not checked")),
         None => Ok(()),
     }
+}
+
+/// Whether no SIGINT or SIGTERM its caller catches
+/// ([`crate::native::Interrupt`]) has arrived: once one has, no run is
+/// begun (those under way end and are handed on), as a suite's cases.
+fn unstopped() -> bool {
+    !crate::native::signals::received()
 }
 
 /// Results handed on in the order of the runs: those that come early wait
@@ -257,6 +269,14 @@ impl<F: FnMut(usize, Checked)> InOrder<F> {
         while let Some(checked) = self.waiting.remove(&self.next) {
             (self.each)(self.next, checked);
             self.next += 1;
+        }
+    }
+
+    /// Once a signal stopped the check: those that came after a run not
+    /// begun, in order.
+    fn rest(mut self) {
+        for (i, checked) in std::mem::take(&mut self.waiting) {
+            (self.each)(i, checked);
         }
     }
 }
@@ -279,7 +299,7 @@ pub fn serve(
                 .ok()
                 .and_then(|i| hello.runs.get(i))
                 .ok_or_else(|| anyhow!("verify sent run {i} of {}", hello.runs.len()))?;
-            Ok(Some(CheckedRun {
+            Ok(unstopped().then(|| CheckedRun {
                 index: i,
                 checked: check(sandbox, store, run, opened),
             }))

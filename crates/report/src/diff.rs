@@ -163,6 +163,7 @@ pub fn json(c: &Compared<'_>) -> Value {
     };
     json!({
         "a": c.a.run, "b": c.b.run,
+        "events": [c.a.events, c.b.events],
         "first_divergence": c.first.as_ref().map(|f| json!({"index": f.index, "a": side(f.a.as_ref()), "b": side(f.b.as_ref())})),
         "final_state_diff": c.state,
         "outputs": [c.a.output, c.b.output],

@@ -116,7 +116,7 @@ impl Progress {
             return None;
         };
         self.done += 1;
-        self.failed += u64::from(!c.skipped() && !c.passed());
+        self.failed += u64::from(!c.skipped() && !c.passed() && c.status() != "interrupted");
         Some(format!("{} failed", self.failed))
     }
 

@@ -34,6 +34,8 @@ pub struct Stream<'a, W: Write> {
     passes: u64,
     /// The group's id: its first member's run.
     id: Option<String>,
+    /// The signal that stopped the branching, if one did.
+    interrupted: Option<&'static str>,
 }
 
 impl<'a, W: Write> Stream<'a, W> {
@@ -46,7 +48,14 @@ impl<'a, W: Write> Stream<'a, W> {
             size: 0,
             passes: 0,
             id: None,
+            interrupted: None,
         }
+    }
+
+    /// A signal (`SIGINT`, `SIGTERM`) stopped the branching before the
+    /// `samples` asked for: [`Stream::finish`] says so, and of how many.
+    pub fn interrupted(&mut self, signal: Option<&'static str>) {
+        self.interrupted = signal;
     }
 
     /// Whether anything has been written yet.
@@ -109,9 +118,13 @@ impl<'a, W: Write> Stream<'a, W> {
             });
             let prefix = json!({"events": self.asked.at, "replayed": replayed});
             let open = if self.started() { "\n  " } else { "" };
+            let interrupted = match self.interrupted {
+                Some(signal) => format!(",\n  \"interrupted\": {}", json!(signal)),
+                None => String::new(),
+            };
             writeln!(
                 self.out,
-                "{open}],\n  \"group\": {},\n  \"prefix\": {},\n  \"elapsed_ms\": {}\n}}",
+                "{open}],\n  \"group\": {},\n  \"prefix\": {},\n  \"elapsed_ms\": {}{interrupted}\n}}",
                 indented(&group, 2)?,
                 indented(&prefix, 2)?,
                 json!(elapsed_ms),
@@ -131,6 +144,13 @@ impl<'a, W: Write> Stream<'a, W> {
                 last(&pass_hat),
                 elapsed_ms
             )?;
+            if let Some(signal) = self.interrupted {
+                writeln!(
+                    self.out,
+                    "interrupted by {signal}: {n} of the {} branches asked for made",
+                    self.asked.samples
+                )?;
+            }
         }
         self.out.flush()?;
         Ok(c == n)

@@ -47,7 +47,8 @@ impl Merged {
             Merged::Suite(s) if s.interrupted.is_some() && s.skipped > 0 => {
                 return Ending::Failed;
             }
-            Merged::Suite(s) => s.failed as u64,
+            // A case a signal cut short did not pass either.
+            Merged::Suite(s) => (s.failed + s.interrupted_cases) as u64,
         };
         if failed == 0 {
             Ending::Passed
@@ -117,6 +118,22 @@ pub fn merge(docs: Vec<(PathBuf, Value)>) -> Result<Merged, InputError> {
                 );
                 return Err(InputError::new(path, m));
             }
+        }
+        // A shard a signal stopped, named by its file (the error named
+        // `merge`).
+        if let Some((path, s)) = paths
+            .iter()
+            .zip(&shards)
+            .find(|(_, s)| s.interrupted.is_some())
+        {
+            return Err(InputError::new(
+                path,
+                format!(
+                    "is a shard interrupted by {} after {} runs: run it again, then merge",
+                    s.interrupted.as_deref().unwrap_or_default(),
+                    s.summary.runs
+                ),
+            ));
         }
         let merged = super::fuzz::merge(&shards).map_err(|m| InputError::new("merge", m))?;
         return Ok(Merged::Campaign(Box::new(merged)));

@@ -149,6 +149,7 @@ fn otel_names_each_run_and_its_trace() {
 fn repro_gives_the_rate_its_interval_and_each_outcome() {
     let r = worldline_engine::fuzz::repro::Repro {
         distinct_runs: 1,
+        interrupted: None,
         interval: [0.7225, 1.0],
         outcome: "failed: deploys/D-42.status equals".into(),
         outcomes: BTreeMap::from([("failed: deploys/D-42.status equals".into(), 10)]),
@@ -162,6 +163,7 @@ fn repro_gives_the_rate_its_interval_and_each_outcome() {
     // Repetitions that were six distinct runs say so, as --json does.
     let varied = worldline_engine::fuzz::repro::Repro {
         distinct_runs: 6,
+        interrupted: None,
         ..r
     };
     let shown = text(|out| super::repro::write(out, &varied));

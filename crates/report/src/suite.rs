@@ -177,6 +177,11 @@ pub struct SuiteSummary {
     /// `SIGTERM`); the cases it had not started are skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<String>,
+    /// Cases the signal cut short, each run they made passing (status
+    /// `interrupted`): counted neither passed nor failed (they were
+    /// counted failed); absent when none.
+    #[serde(default, skip_serializing_if = "none")]
+    pub interrupted_cases: usize,
     /// Model calls of every run of the suite (absent when there were none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelTotals>,
@@ -291,6 +296,7 @@ impl SuiteSummary {
             elapsed_ms: s.elapsed.as_secs_f64() * 1000.0,
             failed: s.failed(),
             interrupted: s.interrupted.map(str::to_string),
+            interrupted_cases: s.interrupted_cases(),
             model: (model.calls > 0).then_some(model),
             pass_k: pass_k(&per_case, s.repeat),
             pass_at_k: pass_at_k_of_suite(&per_case, s.repeat),
@@ -382,13 +388,15 @@ impl SuiteSummary {
             .collect();
         let passed = cases.iter().filter(|c| c.passed).count();
         let skipped = cases.iter().filter(|c| c.skipped).count();
+        let interrupted_cases = cut_short(&cases);
         Ok(SuiteSummary {
             collection_errors,
             compiles,
             elapsed_ms,
             interrupted,
+            interrupted_cases,
             model: (model.calls > 0).then_some(model),
-            failed: cases.len() - passed - skipped,
+            failed: cases.len() - passed - skipped - interrupted_cases,
             pass_k: pass_k(&per_case, repeat),
             pass_at_k: pass_at_k_of_suite(&per_case, repeat),
             passed,
@@ -532,11 +540,13 @@ fn check_tallies(
     }
     let passed = s.cases.iter().filter(|c| c.passed).count();
     let skipped = s.cases.iter().filter(|c| c.skipped).count();
+    let cut = cut_short(&s.cases);
     let counts = [
         ("total", s.total, s.cases.len()),
         ("passed", s.passed, passed),
         ("skipped", s.skipped, skipped),
-        ("failed", s.failed, s.cases.len() - passed - skipped),
+        ("interrupted_cases", s.interrupted_cases, cut),
+        ("failed", s.failed, s.cases.len() - passed - skipped - cut),
     ];
     if let Some((key, said, is)) = counts.into_iter().find(|(_, a, b)| a != b) {
         return Err(format!(
@@ -544,6 +554,16 @@ fn check_tallies(
         ));
     }
     Ok(())
+}
+
+/// Whether a count is 0 (left out of the document).
+fn none(n: &usize) -> bool {
+    *n == 0
+}
+
+/// How many of `cases` a signal cut short (status `interrupted`).
+fn cut_short(cases: &[CaseSummary]) -> usize {
+    cases.iter().filter(|c| c.status == "interrupted").count()
 }
 
 /// The line of one case: mark, name, events, time, run id (or how many
@@ -704,7 +724,7 @@ pub fn write_merged(
 /// The collection errors, what was compiled before the first case (on
 /// stderr), pass^k and pass@k with `--repeat`, the model totals when there
 /// were model calls, and
-/// `N passed, N failed[, N skipped][, N error(s) collecting cases]`.
+/// `N passed, N failed[, N interrupted][, N skipped][, N error(s) collecting cases]`.
 fn write_totals(out: &mut impl Write, err: &mut impl Write, s: &SuiteSummary) -> io::Result<()> {
     for e in &s.collection_errors {
         writeln!(out, "ERROR collecting {}", shown::message(&e.text()))?;
@@ -756,9 +776,11 @@ fn write_totals(out: &mut impl Write, err: &mut impl Write, s: &SuiteSummary) ->
             m.real_latency_ms as f64 / 1000.0
         )?;
     }
-    let skipped = match s.skipped {
-        0 => String::new(),
-        n => format!(", {n} skipped"),
+    let skipped = match (s.interrupted_cases, s.skipped) {
+        (0, 0) => String::new(),
+        (0, n) => format!(", {n} skipped"),
+        (i, 0) => format!(", {i} interrupted"),
+        (i, n) => format!(", {i} interrupted, {n} skipped"),
     };
     let errors = match s.collection_errors.len() {
         0 => String::new(),

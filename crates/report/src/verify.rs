@@ -109,6 +109,9 @@ pub struct Stream<W: Write> {
     /// When what was written was last flushed (a reader sees the replays
     /// as they come, not at the end, without a write per line).
     flushed: std::time::Instant,
+    /// The signal that stopped the check, and how many runs it was asked
+    /// to check.
+    interrupted: Option<(&'static str, usize)>,
 }
 
 /// How long a written replay may wait in the buffer.
@@ -136,7 +139,15 @@ impl<W: Write> Stream<W> {
             json,
             written: 0,
             flushed: std::time::Instant::now(),
+            interrupted: None,
         })
+    }
+
+    /// A signal (`SIGINT`, `SIGTERM`) stopped the check of `asked` runs
+    /// before it began them all: [`Stream::finish`] says so, and how many
+    /// were not checked.
+    pub fn interrupted(&mut self, signal: Option<&'static str>, asked: usize) {
+        self.interrupted = signal.map(|s| (s, asked));
     }
 
     /// Whether a replay's report is written yet.
@@ -170,7 +181,12 @@ impl<W: Write> Stream<W> {
     pub fn finish(mut self, v: &Verified) -> io::Result<()> {
         if self.json {
             self.close_runs()?;
-            let rest = indented_members(&rest_json(v))?;
+            let mut rest = rest_json(v);
+            if let Some((signal, asked)) = self.interrupted {
+                rest["interrupted"] = json!(signal);
+                rest["not_checked"] = json!(asked.saturating_sub(checked(v)));
+            }
+            let rest = indented_members(&rest)?;
             writeln!(self.out, ",{rest}\n}}")?;
             return self.out.flush();
         }
@@ -229,6 +245,13 @@ impl<W: Write> Stream<W> {
             v.headless.len(),
             v.drift_rate() * 100.0
         )?;
+        if let Some((signal, asked)) = self.interrupted {
+            writeln!(
+                out,
+                "interrupted by {signal}: {} of the {asked} runs checked",
+                checked(v)
+            )?;
+        }
         out.flush()
     }
 
@@ -251,6 +274,11 @@ impl<W: Write> Stream<W> {
             _ => write!(self.out, "\n  ]"),
         }
     }
+}
+
+/// How many runs `v` holds a check of, whatever its outcome.
+fn checked(v: &Verified) -> usize {
+    v.tally.replayed + v.unreadable.len() + v.headless.len() + v.sessions.len() + v.copies.len()
 }
 
 /// The members of an object pretty-printed two spaces in, without its

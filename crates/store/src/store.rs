@@ -142,6 +142,24 @@ fn no_other_address(root: &Path) -> Result<()> {
     }
 }
 
+/// Check `root` as a store address without opening it (`init --store`,
+/// which writes it into the project file): another scheme than
+/// PostgreSQL's is refused, as [`StoreDir::open`] refuses it, and a
+/// `postgres://` address must read as one.
+pub fn check_address(root: &Path) -> Result<()> {
+    no_other_address(root)?;
+    match root
+        .to_str()
+        .filter(|s| worldline_pgstore::url::is_postgres(s))
+    {
+        Some(address) => match worldline_pgstore::url::parse(address) {
+            Ok(_) => Ok(()),
+            Err(m) => Err(worldline_case::error::InputError::new("--store", m).into()),
+        },
+        None => Ok(()),
+    }
+}
+
 /// Whether a RUN argument is written as a path (a folder in it, or a
 /// bundle's `.jsonl` name), not as a run id.
 pub fn names_a_path(run: &str) -> bool {

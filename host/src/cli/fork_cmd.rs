@@ -165,6 +165,7 @@ fn branch(
         samples,
     };
     let mut report = group::Stream::new(std::io::stdout(), asked, args.common.json);
+    let stopping = super::stopping::Stopping::start("branches");
     let branched = fork::branch(
         sandbox,
         store,
@@ -178,6 +179,7 @@ fn branch(
                 fork::Made::Note(note) => eprintln!("note: {note}"),
                 fork::Made::Member { seed, outcome } => report.member(seed, &outcome)?,
             }
+            stopping.seen();
             Ok(())
         },
     );
@@ -189,7 +191,10 @@ fn branch(
         Err(err) => return Err(err),
     };
     let elapsed_ms = t.elapsed().as_secs_f64() * 1000.0;
-    Ok(if report.finish(replayed, elapsed_ms)? {
+    report.interrupted(stopping.seen());
+    let passed = report.finish(replayed, elapsed_ms)?;
+    stopping.end();
+    Ok(if passed {
         ExitCode::Ok
     } else {
         ExitCode::Failed

@@ -322,10 +322,13 @@ fn run(
 /// Keep the report in the store and print it (text or `--json`); exit 1
 /// when any run failed.
 fn render(args: &FuzzArgs, store: &StoreDir, doc: &FuzzReport) -> Result<ExitCode> {
-    let value = serde_json::to_value(doc)?;
+    let mut value = serde_json::to_value(doc)?;
     let campaign = worldline_store::campaigns::save(store, &value)?;
     if args.common.json {
-        super::print_json_with_settings(doc)?;
+        // Which kept campaign it is, as the text's stderr line says (the
+        // report kept has no id of its own: its file is named by it).
+        value["campaign"] = campaign.clone().into();
+        super::print_json_with_settings(&value)?;
     } else {
         worldline_report::fuzz::write(&mut super::human_out(), doc)?;
     }

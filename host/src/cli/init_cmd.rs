@@ -110,6 +110,32 @@ fn write_files(dir: &Path, files: &[(PathBuf, String, bool)]) -> Result<()> {
     Ok(())
 }
 
+/// `init --store S`: the project file's `store` is S (it was taken and
+/// ignored), checked as a store address. A folder is written relative to
+/// the project's when it is inside it (the file's paths are read from
+/// its folder), else absolute, so that it names the folder meant.
+fn with_store(files: &mut [(PathBuf, String, bool)], dir: &Path, store: &Path) -> Result<()> {
+    worldline_store::store::check_address(store)?;
+    let text = store.to_string_lossy();
+    let written = if worldline_pgstore::url::is_postgres(&text) || store.is_absolute() {
+        text.into_owned()
+    } else {
+        let full = std::path::absolute(store)?;
+        let project = std::path::absolute(dir)?;
+        match full.strip_prefix(&project) {
+            Ok(inside) if !inside.as_os_str().is_empty() => inside.display().to_string(),
+            _ => full.display().to_string(),
+        }
+    };
+    let line = format!("store = {}", toml::Value::String(written));
+    for (path, text, _) in files.iter_mut() {
+        if path.as_path() == Path::new("worldline.toml") {
+            *text = text.replacen("store = \".worldline\"", &line, 1);
+        }
+    }
+    Ok(())
+}
+
 pub fn exec(args: InitArgs) -> Result<ExitCode> {
     let lang = match args.lang {
         LangArg::Rust => Lang::Rust,
@@ -143,6 +169,9 @@ pub fn exec(args: InitArgs) -> Result<ExitCode> {
             .collect(),
         Lang::Rust => Vec::new(),
     };
+    if super::project_args::store_given() {
+        with_store(&mut files, &dir, &args.common.store)?;
+    }
     let sdk_paths: Vec<PathBuf> = sdk_files.iter().map(|(p, _)| p.clone()).collect();
     files.extend(sdk_files.into_iter().map(|(p, t)| (p, t, false)));
     write_files(&dir, &files)?;

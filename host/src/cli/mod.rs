@@ -34,6 +34,7 @@ mod retention_cmd;
 mod run_cmd;
 mod runs_cmd;
 mod serve_cmd;
+mod stopping;
 mod test_cmd;
 mod ui_cmd;
 mod validate_cmd;
@@ -316,8 +317,14 @@ pub fn partition_arg(
 pub struct Common {
     /// Store: a folder for bundles, objects and the compile cache, or a
     /// `postgres://user@host/db[?schema=NAME]` address of a shared one
-    /// (default: `store` in worldline.toml, else `.worldline`).
-    #[arg(long, global = true, default_value = ".worldline")]
+    /// (default: `store` in worldline.toml, else `.worldline` beside that
+    /// file, else `.worldline` in the working folder).
+    #[arg(
+        long,
+        global = true,
+        default_value = ".worldline",
+        hide_default_value = true
+    )]
     pub store: PathBuf,
     /// Print one JSON document on stdout instead of text.
     #[arg(long, global = true)]
@@ -706,13 +713,15 @@ fn parse(json: bool) -> Result<Cli, ExitCode> {
                     .map(str::trim)
                     .collect::<Vec<_>>()
                     .join(" ");
+                // Without clap's `error: `, which stderr says (it was
+                // said twice where no flag is at fault: an unknown command).
+                let said = said.strip_prefix("error: ").unwrap_or(&said);
                 // The flag or argument at fault is the error's `file`, as
                 // the checks after parsing name it (`"file": "--sample"`).
                 let err = match flag_of(&e) {
-                    Some(flag) => anyhow::Error::from(worldline_case::error::InputError::new(
-                        flag,
-                        said.strip_prefix("error: ").unwrap_or(&said),
-                    )),
+                    Some(flag) => {
+                        anyhow::Error::from(worldline_case::error::InputError::new(flag, said))
+                    }
                     None => anyhow::anyhow!("{said}"),
                 };
                 println!("{}", error_json(code, &err));
@@ -815,7 +824,10 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
 pub fn main() -> i32 {
     warnings::to_stderr();
     // Known before parsing, so that even a usage error answers in JSON.
-    let json = std::env::args_os().any(|a| a == "--json");
+    // `--json=true`, which clap refuses, asks for it too (its error was
+    // the one not in JSON).
+    let json =
+        std::env::args_os().any(|a| a == "--json" || a.to_string_lossy().starts_with("--json="));
     let cli = match parse(json) {
         Ok(cli) => cli,
         Err(code) => return code as i32,

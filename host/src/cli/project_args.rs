@@ -33,6 +33,14 @@ const TAKES: &[(&str, &[&str])] = &[
     ("user-model-set", &["run", "test", "fuzz", "repro"]),
 ];
 
+/// Commands that use no store: the project file's `store` is not added
+/// to them (`check --json` said it supplied one), and a `--store` on
+/// their command line is said to be ignored (it was taken and ignored,
+/// unsaid; refused, it would break scripts that give every command one
+/// `--store`); `init` writes it into the project file it makes
+/// ([`store_given`]).
+const NO_STORE: &[&str] = &["init", "check", "bench", "build-python", "build-js"];
+
 /// What the project file supplied to this command.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Supplied {
@@ -48,6 +56,8 @@ pub struct Supplied {
 
 static PROJECT: OnceLock<Option<Project>> = OnceLock::new();
 static SUPPLIED: OnceLock<Supplied> = OnceLock::new();
+/// Whether the command line gave `--store` (before the file's defaults).
+static STORE_GIVEN: OnceLock<bool> = OnceLock::new();
 /// Why the project file did not load, for `check` (which goes on).
 static REFUSED: OnceLock<worldline_case::error::InputError> = OnceLock::new();
 
@@ -60,6 +70,12 @@ pub fn refused() -> Option<&'static worldline_case::error::InputError> {
 /// The project file found for this process, if any (loaded by [`apply`]).
 pub fn project() -> Option<&'static Project> {
     PROJECT.get().and_then(Option::as_ref)
+}
+
+/// Whether the command line gave `--store` itself (`init` writes it into
+/// the project file; no default was added to a command that uses none).
+pub fn store_given() -> bool {
+    STORE_GIVEN.get().copied().unwrap_or(false)
 }
 
 /// What the project file supplied, for `--json` documents.
@@ -83,6 +99,12 @@ pub fn apply(
 ) -> Result<Vec<OsString>, worldline_case::error::InputError> {
     let command = find_command(&argv, commands);
     let lenient = matches!(command.as_deref(), Some("init" | "check"));
+    let _ = STORE_GIVEN.set(flag_given(&argv, "store"));
+    if let Some(c) = (command.as_deref()).filter(|c| NO_STORE.contains(c) && *c != "init")
+        && store_given()
+    {
+        eprintln!("note: --store: `worldline {c}` uses no store; it is ignored");
+    }
     let file = std::env::current_dir().ok().and_then(|d| project::find(&d));
     let loaded = match &file {
         None => None,
@@ -159,7 +181,9 @@ fn with_defaults(argv: Vec<OsString>, p: &Project, command: &str) -> (Vec<OsStri
     // Without a `store` key the project's store is `.worldline/` beside
     // its file, from whatever folder of it a command runs (each folder
     // made a store of its own, and the project's runs were split).
+    let uses_store = !NO_STORE.contains(&command);
     if p.store.is_none()
+        && uses_store
         && !given("store")
         && let Some(dir) = p.file.parent()
     {
@@ -181,7 +205,9 @@ fn with_defaults(argv: Vec<OsString>, p: &Project, command: &str) -> (Vec<OsStri
         p.as_ref()
             .map(|p| (p.display().to_string(), p.display().to_string().into()))
     };
-    offer("store", shown(&p.store), &mut s);
+    if uses_store {
+        offer("store", shown(&p.store), &mut s);
+    }
     if takes("agent") {
         // `--exec` names the agent too: the file's `agent` is then
         // overridden, not supplied (it was said to be both used and not).
@@ -310,6 +336,10 @@ mod tests {
         // `runs --agent` filters by hash: it takes no agent default.
         let (out, _) = with_defaults(args(&["wl", "runs"]), &project(), "runs");
         assert_eq!(out, args(&["wl", "runs", "--store", "/p/.worldline"]));
+        // `check` uses no store: none added, none said to be supplied.
+        let (out, s) = with_defaults(args(&["wl", "check"]), &project(), "check");
+        assert_eq!(out, args(&["wl", "check"]));
+        assert!(!s.supplied.contains_key("store"), "{s:?}");
         let commands = ["test".to_string(), "run".to_string()];
         assert_eq!(
             find_command(&args(&["wl", "--store", "test", "run"]), &commands),

@@ -134,6 +134,10 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
 }
 
 pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
+    if args.verify_worker.is_some() {
+        // First, so that a Ctrl-C as it starts does not end it.
+        worldline_engine::native::noted_in_a_worker();
+    }
     // A sample of no runs replays nothing, and a nightly check that
     // replays nothing passed.
     if args.sample == Some(0) {
@@ -206,7 +210,9 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         None => args.redact.redactor(&store, "verify", &[])?,
     };
     let report = std::sync::Mutex::new((report, redactor));
+    let (stopping, asked) = (super::stopping::Stopping::start("replays"), runs.len());
     let checked = ops::replay::verify(&sandbox, &store, (runs, drawn), jobs, workers, |r| {
+        stopping.seen();
         let (report, redactor) = &mut *report.lock().expect("report lock");
         match redactor {
             Some(redactor) if r.divergence.is_some() => {
@@ -217,7 +223,7 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
             _ => report.replayed(r),
         }
     });
-    let (report, _) = report.into_inner().expect("report lock");
+    let (mut report, _) = report.into_inner().expect("report lock");
     let v = match checked {
         Ok(v) => v,
         Err(err) if args.common.json && report.started() => {
@@ -226,7 +232,9 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         Err(err) => return Err(err),
     };
     let drifted = v.tally.diverged + v.unreadable.len() > 0;
+    report.interrupted(stopping.seen(), asked);
     report.finish(&v)?;
+    stopping.end();
     Ok(if drifted {
         ExitCode::Failed
     } else {

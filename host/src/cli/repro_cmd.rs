@@ -95,13 +95,33 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
         }
     };
     let jobs = super::jobs(args.jobs);
+    let stopping = super::stopping::Stopping::start("repetitions");
     let r = repro(&sandbox, agent, &rec, want, args.times, jobs)?;
+    stopping.seen();
     if args.common.json {
         super::print_json_with_settings(&r)?;
     } else {
         worldline_report::repro::write(&mut super::human_out(), &r)?;
     }
+    stopped(stopping, &r, args.times);
     Ok(ExitCode::Ok)
+}
+
+/// Once the rate is written: a signal that stopped the repetitions said,
+/// with how many of the `asked` ended before it (it ended the command
+/// silently, with no rate), then the process ended by it.
+fn stopped(
+    stopping: super::stopping::Stopping,
+    r: &worldline_engine::fuzz::repro::Repro,
+    asked: u64,
+) {
+    if let Some(signal) = r.interrupted {
+        eprintln!(
+            "interrupted by {signal}: the rate is of the {} of {asked} repetitions made",
+            r.times
+        );
+    }
+    stopping.end();
 }
 
 /// A `recorded` provider's `recording` was beside the case file, not

@@ -96,6 +96,15 @@ fn whole_run_id(id: &str) -> bool {
 }
 
 fn filter_of(args: &RunsArgs, store: &StoreDir) -> Result<Filter> {
+    if args.limit == Some(0) {
+        // As `test --limit 0` is: a listing of nothing asked for is a
+        // mistake, not an empty store (it printed `[]`, exit 0).
+        return Err(InputError::new(
+            "--limit",
+            "0 lists no run: give at least 1, or leave it out",
+        )
+        .into());
+    }
     // A parent the store does not hold (a fork imported without it) is
     // still named by its forks: a whole run id is taken as it is.
     let parent = match &args.parent {

@@ -578,7 +578,7 @@ fn render(
     }
     Ok(if !done.collection_errors.is_empty() {
         ExitCode::Input
-    } else if done.failed() == 0 {
+    } else if done.failed() + done.interrupted_cases() == 0 {
         ExitCode::Ok
     } else {
         ExitCode::Failed

@@ -328,6 +328,106 @@ pub fn child_within(
     }))
 }
 
+/// `command` (a [`cli`] one) started in a process group of its own and
+/// sent `signal` once its stdout holds `said`: to its process group when
+/// `group` (a terminal's Ctrl-C, its workers included), else to it alone
+/// (a CI runner's). The signal that ended it, if one did, and what it said.
+pub fn signalled_once_said(
+    command: Command,
+    said: &str,
+    signal: libc::c_int,
+    group: bool,
+) -> (Option<i32>, CliOutput) {
+    signalled_once(command, |_, out| out.contains(said), signal, group)
+}
+
+/// Whether process `pid` catches `signal` (its handler is set: the
+/// command is ready for it).
+pub fn catches(pid: u32, signal: libc::c_int) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    (status.lines())
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (signal - 1)) != 0)
+}
+
+/// [`signalled_once_said`], sent once `ready(pid, stdout so far)`.
+pub fn signalled_once(
+    mut command: Command,
+    ready: impl Fn(u32, &str) -> bool,
+    signal: libc::c_int,
+    group: bool,
+) -> (Option<i32>, CliOutput) {
+    use std::io::Read as _;
+    use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+    use std::time::{Duration, Instant};
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("cannot start the worldline binary");
+    let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let into = got.clone();
+        let reader = std::thread::spawn(move || {
+            let mut chunk = [0u8; 8192];
+            while let Ok(n @ 1..) = pipe.read(&mut chunk) {
+                into.lock().unwrap().extend_from_slice(&chunk[..n]);
+            }
+        });
+        (got, reader)
+    };
+    let (stdout, out_reader) = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let (stderr, err_reader) = drain(Box::new(child.stderr.take().expect("piped stderr")));
+    let until = Instant::now() + Duration::from_secs(120);
+    while !ready(
+        child.id(),
+        &String::from_utf8_lossy(&stdout.lock().unwrap()),
+    ) {
+        if Instant::now() > until || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "it was never ready for the signal: {}{}",
+                String::from_utf8_lossy(&stdout.lock().unwrap()),
+                String::from_utf8_lossy(&stderr.lock().unwrap())
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: a signal to the child this test started, or to the process
+    // group it leads.
+    unsafe {
+        match group {
+            true => libc::killpg(pid, signal),
+            false => libc::kill(pid, signal),
+        }
+    };
+    let until = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("it did not end within 120 s of the signal");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    out_reader.join().unwrap();
+    err_reader.join().unwrap();
+    let take = |got: Arc<Mutex<Vec<u8>>>| std::mem::take(&mut *got.lock().unwrap());
+    let out = CliOutput::of(std::process::Output {
+        status,
+        stdout: take(stdout),
+        stderr: take(stderr),
+    });
+    (status.signal(), out)
+}
+
 /// Run the `worldline` binary with `args` (nothing added), as [`cli`] starts it.
 pub fn worldline_raw<I, S>(args: I) -> CliOutput
 where

@@ -20,6 +20,10 @@ pub struct Repro {
     /// Repetitions that were distinct runs (by chain hash); 1 when nothing
     /// in the case draws from the model seed.
     pub distinct_runs: usize,
+    /// The signal (`SIGINT`, `SIGTERM`) that stopped the repetitions, if
+    /// one did: `times` counts those that ended before it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<&'static str>,
     pub interval: [f64; 2],
     /// The recorded outcome: its failure signature, or `passed`.
     pub outcome: String,
@@ -37,7 +41,8 @@ pub struct Repro {
 /// Run `rec` again `times` times on `jobs` threads; repetition `i` gets
 /// model seed `i + 1` of the run's seed (0 is the run's own). `want` is the
 /// recorded signature (`None`: it passed). Each runs under the rules
-/// `rec` ran under, as a fork of it does.
+/// `rec` ran under, as a fork of it does. A SIGINT or SIGTERM its caller
+/// catches ends it with the repetitions made before it.
 pub fn repro(
     sandbox: &Sandbox,
     agent: &dyn Runner,
@@ -47,7 +52,13 @@ pub fn repro(
     jobs: usize,
 ) -> Result<Repro> {
     let header = &rec.bundle.header;
+    // After a signal its caller catches, no repetition begins, and one it
+    // stopped (a native run's `trapped`) is not counted.
+    let stopped = crate::native::signals::received;
     let ends = par_map(times as usize, jobs, |i| {
+        if stopped() {
+            return Ok(None);
+        }
         let o = campaign::execute(
             sandbox,
             agent,
@@ -60,11 +71,15 @@ pub fn repro(
                 ..RunOptions::default()
             },
         )?;
-        Ok((
-            signature::of(o.footer.status, o.grade.as_ref()),
-            o.footer.chain_hash,
-        ))
+        Ok((!stopped()).then(|| {
+            (
+                signature::of(o.footer.status, o.grade.as_ref()),
+                o.footer.chain_hash,
+            )
+        }))
     })?;
+    let ends: Vec<_> = ends.into_iter().flatten().collect();
+    let made = ends.len() as u64;
     let reproduced = ends.iter().filter(|(s, _)| *s == want).count() as u64;
     let mut outcomes: BTreeMap<String, u64> = BTreeMap::new();
     for (s, _) in &ends {
@@ -73,16 +88,17 @@ pub fn repro(
             .or_insert(0) += 1;
     }
     let distinct_runs = ends.iter().map(|(_, h)| h).collect::<BTreeSet<_>>().len();
-    let (lo, hi) = wilson(reproduced, times, Z95);
+    let (lo, hi) = wilson(reproduced, made, Z95);
     Ok(Repro {
         distinct_runs,
+        interrupted: crate::native::signals::interrupted(),
         interval: [lo, hi],
         outcome: want.unwrap_or_else(|| "passed".into()),
         outcomes,
-        rate: reproduced as f64 / times as f64,
+        rate: reproduced as f64 / made.max(1) as f64,
         reproduced,
         rules: rec.rules,
         run: rec.id.clone(),
-        times,
+        times: made,
     })
 }

@@ -283,8 +283,17 @@ impl SuiteRun {
         self.cases.iter().filter(|c| c.skipped()).count()
     }
 
+    /// Cases a signal cut short, each run they made passing (status
+    /// `interrupted`): neither passed nor failed.
+    pub fn interrupted_cases(&self) -> usize {
+        self.cases
+            .iter()
+            .filter(|c| c.status() == "interrupted")
+            .count()
+    }
+
     pub fn failed(&self) -> usize {
-        self.cases.len() - self.passed() - self.skipped()
+        self.cases.len() - self.passed() - self.skipped() - self.interrupted_cases()
     }
 }
 
