@@ -27,7 +27,7 @@ use std::hint::black_box;
 use std::time::Duration;
 use worldline_case::case;
 use worldline_engine::run::run;
-use worldline_protocol::{mcp, openai_chat};
+use worldline_protocol::{Fidelity, mcp, openai_chat};
 use worldline_runtime::sandbox::Sandbox;
 
 fn protocol(c: &mut Criterion) {
@@ -46,7 +46,7 @@ fn protocol(c: &mut Criterion) {
     let mut g = c.benchmark_group("protocol");
     g.bench_function("chat_completions_request_and_answer", |b| {
         b.iter(|| {
-            let chat = openai_chat::parse(black_box(body.as_bytes()), true).unwrap();
+            let chat = openai_chat::parse(black_box(body.as_bytes()), true, Fidelity::Vendor).unwrap();
             black_box(openai_chat::reply(&chat, black_box(&answer)))
         })
     });
