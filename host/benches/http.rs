@@ -46,7 +46,8 @@ fn protocol(c: &mut Criterion) {
     let mut g = c.benchmark_group("protocol");
     g.bench_function("chat_completions_request_and_answer", |b| {
         b.iter(|| {
-            let chat = openai_chat::parse(black_box(body.as_bytes()), true, Fidelity::Vendor).unwrap();
+            let chat =
+                openai_chat::parse(black_box(body.as_bytes()), true, Fidelity::Vendor).unwrap();
             black_box(openai_chat::reply(&chat, black_box(&answer)))
         })
     });
