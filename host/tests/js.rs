@@ -583,7 +583,7 @@ fn a_slow_model_is_aborted_by_a_sooner_signal_and_gathered_requests_wait_togethe
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),
-    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+    ignore = "needs Node.js and the pinned npm packages, the pinned Python environments: run tests/run, which installs it"
 )]
 fn an_answer_the_agent_gave_up_on_reads_as_never_delivered() {
     let store = shared_store();

@@ -794,6 +794,10 @@ fn init_s_next_command_quotes_the_folder() {
 /// was taken and ignored (the file said `.worldline`), as `bench list
 /// --store /nonexistent` was, unsaid.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn init_writes_its_store_and_a_command_without_one_says_it_ignores_it() {
     let dir = temp_dir();
     let d = dir.path();
