@@ -322,16 +322,22 @@ fn counted_trials_report_what_written_ones_do() {
     assert_eq!(all, 60 + groups, "every run and the reproducers");
 }
 
-#[test]
-fn repro_reports_a_rate() {
-    let store = temp_dir();
+/// The first failure group of a campaign of 30 runs of the naive agent,
+/// whose reproducer the `repro` tests repeat.
+fn first_group(store: &Path) -> Value {
     let out = fuzz(
-        store.path(),
+        store,
         &fuzz_case(),
         &guest("naive-agent"),
         &["--runs", "30"],
     );
-    let g = &out.json()["groups"][0];
+    out.json()["groups"][0].clone()
+}
+
+#[test]
+fn repro_reports_a_rate() {
+    let store = temp_dir();
+    let g = &first_group(store.path());
     let id = g["reproducer"]["run_id"].as_str().unwrap();
     let repro = worldline(store.path(), ["repro", id, "--times", "6", "--json"]);
     repro.expect_code(0);
@@ -355,13 +361,7 @@ fn repro_reports_a_rate() {
 #[test]
 fn repro_stopped_by_sigint_reports_the_rate_of_the_repetitions_made() {
     let store = temp_dir();
-    let out = fuzz(
-        store.path(),
-        &fuzz_case(),
-        &guest("naive-agent"),
-        &["--runs", "30"],
-    );
-    let id = out.json()["groups"][0]["reproducer"]["run_id"]
+    let id = first_group(store.path())["reproducer"]["run_id"]
         .as_str()
         .unwrap()
         .to_string();

@@ -903,6 +903,53 @@ fn fork_and_repro_without_the_api_key_stop_before_anything_runs() {
     assert_eq!(server.seen().len(), 2, "only the run called the endpoint");
 }
 
+/// `resume` and a `rerun` that may ask the provider (`live`, `recorded`)
+/// refuse an unset `api_key_env` before anything runs, as `run` and
+/// `fork` do: they went on without it and recorded the agent's failed
+/// model calls. A `fail` rerun, which never asks it, is not refused.
+#[test]
+fn resume_and_rerun_without_the_api_key_stop_before_anything_runs() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let server = Server::start(vec![completion("first"), completion("second")]);
+    let model = openai_model(&server, "retries = 0");
+    let limited = "[limits]\nmax_events = 1\n";
+    let case = asker_case(
+        dir.path(),
+        "keyed",
+        &[ask("one"), ask("two")],
+        &model,
+        limited,
+    );
+    let out = run(&store, &case, &asker(), &[]);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let runs = || std::fs::read_dir(store.join("runs")).unwrap().count();
+    let before = runs();
+    let agent = asker();
+    let agent = agent.to_str().unwrap();
+    for (args, goes) in [
+        (vec!["resume", &id, "--max-events", "100"], "resume"),
+        (
+            vec!["rerun", &id, "--agent", agent, "--model", "live"],
+            "rerun",
+        ),
+        (vec!["rerun", &id, "--agent", agent], "rerun"),
+    ] {
+        let out = worldline(&store, &args);
+        out.expect_code(2);
+        assert!(
+            out.stderr
+                .contains(&format!("export {KEY_VAR}=... before the {goes}")),
+            "{out}"
+        );
+        assert!(out.stderr.contains(&format!("{id}.jsonl: ")), "{out}");
+    }
+    assert_eq!(runs(), before, "nothing ran");
+    assert_eq!(server.seen().len(), 1, "only the run called the endpoint");
+    let fail = worldline(&store, ["rerun", &id, "--agent", agent, "--model", "fail"]);
+    assert!(!fail.stderr.contains("api_key_env"), "{fail}");
+}
+
 #[test]
 fn max_connections_bounds_the_calls_in_flight_whatever_the_jobs() {
     let slow = || Reply::Slow("ok".into(), Duration::from_millis(150));

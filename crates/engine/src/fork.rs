@@ -134,12 +134,14 @@ pub fn other_agent_refused(rec: &RecordedRun) -> Option<InputError> {
     Some(InputError::new("--agent", why))
 }
 
-/// Why `rec` cannot fork here, if it cannot: its case's provider (or its
+/// Why `rec` cannot be followed live by the command that `goes` (`fork`,
+/// `resume`, `rerun`), if it cannot: its case's provider (or its
 /// model-played user's) calls out with an API key whose variable is not
-/// set. `run` refuses that before anything runs; a fork went live without
-/// it and recorded the agent's failed model calls. Named at the run: its
-/// case is a stored object, not a file the user wrote.
-pub fn key_refused(rec: &RecordedRun) -> Option<InputError> {
+/// set. `run` refuses that before anything runs; a fork, a resume and a
+/// live rerun went on without it and recorded the agent's failed model
+/// calls. Named at the run: its case is a stored object, not a file the
+/// user wrote.
+pub fn key_refused(rec: &RecordedRun, goes: &str) -> Option<InputError> {
     let user = rec.case.user.as_ref().and_then(|u| u.model.as_ref());
     let (table, var) = [("model", Some(&rec.case.model)), ("user.model", user)]
         .into_iter()
@@ -147,7 +149,7 @@ pub fn key_refused(rec: &RecordedRun) -> Option<InputError> {
     Some(InputError::new(
         &rec.path,
         format!(
-            "the run's case `{}` has [{table}] api_key_env naming `{var}`, which is not set, and the fork goes live at its provider; export {var}=... before the fork (the key is never recorded)",
+            "the run's case `{}` has [{table}] api_key_env naming `{var}`, which is not set, and the {goes} goes live at its provider; export {var}=... before the {goes} (the key is never recorded)",
             rec.case.name
         ),
     ))
@@ -582,6 +584,9 @@ pub fn resume(
                 .into());
             }
         }
+    }
+    if let Some(refused) = key_refused(rec, "resume") {
+        return Err(refused.into());
     }
     let native = match &rec.bundle.header.native {
         Some(n) => Some(Exec::recorded(

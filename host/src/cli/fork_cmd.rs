@@ -144,7 +144,7 @@ fn branch(
     samples: u64,
 ) -> Result<ExitCode> {
     super::runs_at_most("--samples", samples)?;
-    if let Some(refused) = fork::key_refused(rec) {
+    if let Some(refused) = fork::key_refused(rec, "fork") {
         return Err(refused.into());
     }
     let edits = fork::check::EditText {

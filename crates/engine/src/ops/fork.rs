@@ -74,7 +74,7 @@ pub fn fork(
     {
         return Err(ForkError::Edits(refused));
     }
-    if let Some(refused) = fork::key_refused(rec) {
+    if let Some(refused) = fork::key_refused(rec, "fork") {
         return Err(ForkError::Edits(refused));
     }
     let agent = match &args.agent {

@@ -33,6 +33,13 @@ pub fn rerun(
     rec: &RecordedRun,
     args: RerunArgs,
 ) -> Result<Reran> {
+    // `live` asks the provider at every call; `recorded` once a request
+    // differs from the recording's, which a new agent's usually does.
+    if args.model != ModelMode::Fail
+        && let Some(refused) = crate::fork::key_refused(rec, "rerun")
+    {
+        return Err(refused.into());
+    }
     let agent = crate::agent_file::load(sandbox, store, &args.agent)?;
     let outcome = replay::rerun(sandbox, store, rec, &agent, args.model)?;
     Ok(Reran {
