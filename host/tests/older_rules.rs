@@ -13,6 +13,10 @@ use crate::ui_support;
 use common::{guest, temp_dir, wl};
 use serde_json::Value;
 use std::path::Path;
+use worldline_log::log::rules::CURRENT;
+
+/// Rules a later worldline records under.
+const LATER: u32 = CURRENT + 1;
 
 /// `tests/bundles/before-rules-8/no-output.json`: a native `/bin/true` run
 /// graded under rules 7, its failed check named `output cause_deploy`.
@@ -52,7 +56,8 @@ fn repro_repeats_a_run_under_the_rules_it_ran_under() {
 
 /// `rerun` of a run graded under rules 7 finds its checks by their old
 /// names: the same failing check was `changed: output cause_deploy equals:
-/// null -> false`. The rerun runs under rules 8 and says so.
+/// null -> false`. The rerun runs under this worldline's rules and says
+/// so.
 #[test]
 fn rerun_of_a_run_graded_before_rules_8_matches_a_renamed_check() {
     let dir = temp_dir();
@@ -64,10 +69,11 @@ fn rerun_of_a_run_graded_before_rules_8_matches_a_renamed_check() {
     let doc = out.json();
     assert_eq!(doc["changed_assertions"], serde_json::json!([]), "{out}");
     assert_eq!(doc["original"]["rules"], 7, "{out}");
-    assert_eq!(doc["rules"], 8, "{out}");
+    assert_eq!(doc["rules"], CURRENT, "{out}");
     assert!(
-        out.stderr
-            .contains("was recorded under rules 7; this rerun is a new run, under rules 8"),
+        out.stderr.contains(&format!(
+            "was recorded under rules 7; this rerun is a new run, under rules {CURRENT}"
+        )),
         "{out}"
     );
 }
@@ -94,7 +100,7 @@ fn rerun_and_case_from_run_of_an_older_run_say_its_rules() {
     );
     assert_eq!(
         (&doc["original"]["rules"], &doc["rules"]),
-        (&0.into(), &8.into())
+        (&0.into(), &CURRENT.into())
     );
     assert!(out.stderr.contains("note: run "), "{out}");
     let case = dir.path().join("regress.toml");
@@ -251,14 +257,14 @@ fn a_later_worldline_s_run_is_refused_naming_the_command_and_verify_counts_it_ap
     let run = out.json()["run_id"].as_str().unwrap().to_string();
     let bundle = common::bundle_in(&store, &run);
     let later = dir.path().join("later.jsonl");
-    common::under_rules(&bundle, 9, &later);
+    common::under_rules(&bundle, LATER, &later);
     std::fs::rename(&later, &bundle).unwrap();
     let refused = |args: &[&dyn AsRef<std::ffi::OsStr>], does: &str| {
         let out = wl(&store, args);
         out.expect_code(2);
         assert!(
             out.stderr.contains(&format!(
-                "recorded under rules 9 by a later worldline; this one runs rules up to 8: {does} it with that worldline or a later one"
+                "recorded under rules {LATER} by a later worldline; this one runs rules up to {CURRENT}: {does} it with that worldline or a later one"
             )),
             "{out}"
         );
@@ -273,7 +279,7 @@ fn a_later_worldline_s_run_is_refused_naming_the_command_and_verify_counts_it_ap
     assert_eq!(doc["drift_rate"], 0.0, "{out}");
     assert_eq!(doc["later_rules"], 1, "{out}");
     assert_eq!(doc["later_rules_runs"][0]["run"], run.as_str(), "{out}");
-    assert_eq!(doc["later_rules_runs"][0]["rules"], 9, "{out}");
+    assert_eq!(doc["later_rules_runs"][0]["rules"], LATER, "{out}");
     let out = wl(&store, &[&"verify"]);
     out.expect_code(0);
     assert!(
