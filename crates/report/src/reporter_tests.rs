@@ -442,7 +442,10 @@ fn verified() -> (
         headless: vec!["20261128-093042-f00f0006".into()],
         sessions: vec!["20261128-093043-aa0a0007".into()],
         copies: vec!["20261128-093044-bb0b0008-redacted".into()],
-        later: vec![("20261128-093045-cc0c0009".into(), 9)],
+        later: vec![(
+            "20261128-093045-cc0c0009".into(),
+            worldline_log::log::rules::CURRENT + 1,
+        )],
         sample: Some(Drawn {
             of: 40,
             seed: 17,
