@@ -222,6 +222,19 @@ fn a_run_killed_at_seeded_points_resumes_to_the_uninterrupted_world_sending_noth
         );
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
+        // A request the run wrote before the kill may still be read by the
+        // server after it: wait until the server has seen nothing new for a
+        // while (one such request counted after `sent` below read as sent
+        // by the resume, on a loaded machine).
+        let mut seen = server.seen().len();
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let now = server.seen().len();
+            if now == seen {
+                break;
+            }
+            seen = now;
+        }
         let killed = worldline_log::log::bundle::read(&bundle).unwrap();
         assert!(
             killed.footer.is_none(),
