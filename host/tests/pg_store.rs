@@ -116,6 +116,99 @@ fn a_suite_that_loses_its_database_stops_naming_it_and_a_rerun_continues() {
     assert_eq!(listed.json().as_array().unwrap().len() as u32, before + 60);
 }
 
+/// A long-lived UI whose server restarts: while it is down each page is
+/// the store's 503 saying so (it was 400, the user's fault), and once it
+/// is back the next page is served (the one connection was kept, lost,
+/// for good: every page was 400 until the UI was restarted).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn a_ui_whose_database_restarts_is_unavailable_then_serves_again() {
+    let pg = own_cluster();
+    let store = PathBuf::from(pg.store_in(&fresh_schema()));
+    let dir = temp_dir();
+    suite(&store, &cases(dir.path(), 1)).expect_code(0);
+    let id = worldline(&store, ["runs", "--json"]).json()[0]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ui = crate::ui_support::Server::start(&store, &[]);
+    let page = |path: &str| ui.get(path);
+    assert_eq!(page("/").status, 200);
+    assert_eq!(page(&format!("/run/{id}")).status, 200);
+    pg.stop();
+    // The UI asks the database at most once a second.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let down = page("/");
+    assert_eq!(down.status, 503, "{}", down.body);
+    assert!(
+        down.body.contains(&format!("127.0.0.1:{}", pg.port)),
+        "{}",
+        down.body
+    );
+    assert!(!down.body.contains(PASSWORD));
+    pg.start();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let back = page("/");
+    assert_eq!(back.status, 200, "{}", back.body);
+    assert!(back.body.contains(&id[..8]), "{}", back.body);
+    let run = page(&format!("/run/{id}"));
+    assert_eq!(run.status, 200, "{}", run.body);
+    // A run stored after the restart is seen too.
+    suite(&store, &cases(dir.path(), 2).join("c001.toml")).expect_code(0);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let listed = worldline(&store, ["runs", "--json"]);
+    let newest = listed
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap().to_string())
+        .find(|r| *r != id)
+        .unwrap();
+    assert_eq!(page(&format!("/run/{newest}")).status, 200);
+}
+
+/// A server that is not running when a command starts is the store's
+/// failure (`"kind": "store"`, exit 2), as one that goes away midway is;
+/// a database that is not there, a malformed address stay the user's
+/// (`"kind": "input"`). It was `input` for all of them.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn a_server_that_is_down_is_the_stores_failure_and_a_wrong_address_the_users() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let down = format!("postgres://worldline:{PASSWORD}@127.0.0.1:{port}/postgres");
+    let out = worldline(Path::new(&down), ["runs", "--json"]);
+    out.expect_code(2);
+    assert_eq!(out.json()["error"]["kind"], "store", "{out}");
+    assert_eq!(out.json()["error"]["exit_code"], 2, "{out}");
+    let pg = cluster();
+    let wrong_db = format!(
+        "postgres://worldline:{PASSWORD}@127.0.0.1:{}/nosuchdb",
+        pg.port
+    );
+    let malformed = format!(
+        "postgres://worldline:{PASSWORD}@127.0.0.1:{}/postgres?foo=bar",
+        pg.port
+    );
+    let no_such_user = format!(
+        "postgres://nobody:{PASSWORD}@127.0.0.1:{}/postgres",
+        pg.port
+    );
+    for store in [wrong_db, malformed, no_such_user] {
+        let out = worldline(Path::new(&store), ["runs", "--json"]);
+        out.expect_code(2);
+        assert_eq!(out.json()["error"]["kind"], "input", "{out}");
+    }
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),

@@ -373,6 +373,7 @@ fn project_recordings(project: &crate::project::Project) -> Vec<InputError> {
                 file: project.file.clone(),
                 line: Some(written.value_at),
                 message: why.replacen("[model]", &format!("[{table}]"), 1),
+                store: false,
             })
         })
         .collect()

@@ -14,6 +14,11 @@ pub struct InputError {
     pub file: PathBuf,
     pub line: Option<(usize, usize)>,
     pub message: String,
+    /// A database store's server could not be reached or went away, or
+    /// refused what a command wrote ([`InputError::of_store`]): exit 2
+    /// naming the store, but nothing the user gave was wrong (`--json`'s
+    /// kind `store`, not `input`; the UI's 503, not 400).
+    pub store: bool,
 }
 
 impl InputError {
@@ -22,6 +27,16 @@ impl InputError {
             file: file.as_ref().to_path_buf(),
             line: None,
             message: message.into(),
+            store: false,
+        }
+    }
+
+    /// An error of a database store's server (named by `file`): it could
+    /// not be reached, went away, or refused what was written.
+    pub fn of_store(file: impl AsRef<Path>, message: impl Into<String>) -> Self {
+        InputError {
+            store: true,
+            ..InputError::new(file, message)
         }
     }
 
@@ -226,31 +241,19 @@ pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// A database store that could not take what a command wrote (its server
-/// went away, or refused the write): an input error (exit 2) naming the
-/// store, which `--json` gives the kind `store`, not `input` (nothing the
-/// user gave was wrong).
-#[derive(Debug)]
-pub struct StoreUnreachable(pub InputError);
-
-impl fmt::Display for StoreUnreachable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
+/// The input error `err` is or holds.
+pub fn input_of(err: &anyhow::Error) -> Option<&InputError> {
+    err.chain().find_map(|e| e.downcast_ref::<InputError>())
 }
 
-impl std::error::Error for StoreUnreachable {}
-
-/// The input error `err` is or holds (a [`StoreUnreachable`]'s included).
-pub fn input_of(err: &anyhow::Error) -> Option<&InputError> {
-    err.chain().find_map(|e| {
-        e.downcast_ref::<InputError>()
-            .or_else(|| e.downcast_ref::<StoreUnreachable>().map(|s| &s.0))
-    })
+/// Whether `err` is a database store's server away (or refusing a
+/// write): [`InputError::store`].
+pub fn is_store(err: &anyhow::Error) -> bool {
+    input_of(err).is_some_and(|e| e.store)
 }
 
 /// Whether `err` is a problem with the user's input (somewhere in its
-/// chain an [`InputError`], a [`StoreUnreachable`]'s included), not a
+/// chain an [`InputError`], a store's included), not a
 /// failure of worldline or the machine.
 pub fn is_input(err: &anyhow::Error) -> bool {
     input_of(err).is_some()

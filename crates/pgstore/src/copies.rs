@@ -131,11 +131,7 @@ impl Database {
             Ok(ids.len())
         })?;
         match refused {
-            Some(message) => Err(DbError {
-                shown,
-                message,
-                lost: false,
-            }),
+            Some(message) => Err(DbError::refused(&shown, message)),
             None => Ok(made),
         }
     }

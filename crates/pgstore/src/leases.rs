@@ -29,6 +29,9 @@ use std::collections::BTreeSet;
 #[derive(Default)]
 pub(crate) struct Lease {
     holder: Option<i32>,
+    /// The generation of the connection whose session lock keeps the
+    /// holder alive: the lock went with an earlier connection.
+    generation: u64,
     held: BTreeSet<String>,
 }
 
@@ -76,12 +79,19 @@ impl Database {
             return Ok(Vec::new());
         }
         let schema = &self.url.schema;
-        let (holder, gone) = self.with(|c| {
+        let (holder, generation, gone) = self.with_generation(|c, generation| {
             let mut tx = c.transaction()?;
             enter_shared(&mut tx, schema)?;
-            let holder = match lease.holder {
-                Some(h) => h,
-                None => new_holder(&mut tx, schema)?,
+            // The connection was made again since the lease was taken (the
+            // server restarted): its session lock is gone, so every name
+            // is held again under a new holder.
+            let (holder, asked) = match lease.holder {
+                Some(h) if lease.generation == generation => (h, new.clone()),
+                Some(_) => {
+                    let all: BTreeSet<String> = lease.held.iter().chain(&new).cloned().collect();
+                    (new_holder(&mut tx, schema)?, all.into_iter().collect())
+                }
+                None => (new_holder(&mut tx, schema)?, new.clone()),
             };
             let gone: Vec<String> = tx
                 .query(
@@ -92,15 +102,17 @@ impl Database {
                      SELECT n FROM unnest($2::text[]) AS n
                      WHERE EXISTS (SELECT 1 FROM removed WHERE run_id = n)
                        AND NOT EXISTS (SELECT 1 FROM runs WHERE id = n) ORDER BY n",
-                    &[&holder, &new],
+                    &[&holder, &asked],
                 )?
                 .iter()
-                .map(|r| r.get(0))
+                .map(|r| r.get::<_, String>(0))
+                .filter(|n| new.binary_search(n).is_ok())
                 .collect();
             tx.commit()?;
-            Ok((holder, gone))
+            Ok((holder, generation, gone))
         })?;
         lease.holder = Some(holder);
+        lease.generation = generation;
         lease.held.extend(new);
         Ok(gone)
     }

@@ -34,9 +34,14 @@ use std::sync::Mutex;
 use url::StoreUrl;
 use writer::Writer;
 
-/// A connection to one store's schema.
+/// A connection to one store's schema: made again by the first call after
+/// it was lost (the server restarted), so a long-lived reader (`ui`) does
+/// not fail until it is restarted.
 pub struct Database {
-    client: Mutex<Client>,
+    conn: Mutex<Conn>,
+    /// Where the address was given, as [`Opening::given_in`] (for the
+    /// errors of connecting again).
+    given_in: String,
     pub url: StoreUrl,
     /// The connected user (`current_user`).
     pub user: String,
@@ -47,9 +52,20 @@ pub struct Database {
     known: Mutex<BTreeSet<String>>,
     /// This process's lease (`leases.rs`).
     lease: Mutex<leases::Lease>,
+}
+
+/// The connection itself, and what lives only as long as it does.
+struct Conn {
+    client: Client,
+    /// How many times the connection was made again (a lease taken on an
+    /// earlier one is gone with it: `leases.rs` takes it again).
+    generation: u64,
+    /// A call on it ended with the connection lost: the next call
+    /// connects again (the client may not know it is closed).
+    broken: bool,
     /// The run insert, prepared once on this connection (parsing and
     /// planning it for every run cost more than its execution).
-    insert_run: std::sync::OnceLock<postgres::Statement>,
+    insert_run: Option<postgres::Statement>,
 }
 
 /// A failure talking to the store's database: the server (without its
@@ -62,6 +78,23 @@ pub struct DbError {
     /// The connection ended inside the call (lost, or the server shut
     /// down): what it asked may have been done or not.
     pub lost: bool,
+    /// The server could not be reached (refused, unreachable, not
+    /// answering, starting up or shutting down) or the connection ended:
+    /// a problem of the server, not of what the user gave (`--json`'s
+    /// kind `store`, the UI's 503).
+    pub unavailable: bool,
+}
+
+impl DbError {
+    /// An error of what was asked (not of the server being away).
+    fn refused(shown: &str, message: String) -> DbError {
+        DbError {
+            shown: shown.to_string(),
+            message,
+            lost: false,
+            unavailable: false,
+        }
+    }
 }
 
 /// A run's redacted copy: its lines, made under the policy whose SHA-256
@@ -124,6 +157,97 @@ fn with_source(e: &postgres::Error) -> String {
     }
 }
 
+/// A new connection to the server of `url` (`given_in`: where the address
+/// was given, for what to change in it). A server that refuses the
+/// connection, cannot be reached, does not answer, or is starting up or
+/// shutting down is [`DbError::unavailable`]; a wrong password, a missing
+/// database, a malformed address are not.
+fn open(url: &StoreUrl, given_in: &str) -> Result<Client, DbError> {
+    let fail = |message: String| DbError::refused(&url.shown, message);
+    // The client's words name the key only in the error's source.
+    let mut config: postgres::Config = url
+        .connect
+        .parse()
+        .map_err(|e| fail(format!("not a usable address: {}", with_source(&e))))?;
+    if config.get_password().is_none()
+        && let Some(pw) = std::env::var_os("PGPASSWORD")
+    {
+        config.password(pw.to_string_lossy().as_bytes());
+    }
+    // `connect_timeout` bounds the whole of connecting, as libpq's does
+    // (the client bounds the socket's connect only: a server that takes
+    // the connection and never answers held every command for good).
+    let within = config
+        .get_connect_timeout()
+        .copied()
+        .unwrap_or(std::time::Duration::from_secs(10));
+    config.connect_timeout(within);
+    config.application_name("worldline");
+    let tls = tls::settings(url.sslmode, url.sslrootcert.as_deref(), |k| {
+        std::env::var(k).ok()
+    })
+    .map_err(&fail)?;
+    config.ssl_mode(tls.client_mode());
+    let host = match config.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+        _ => "localhost".to_string(),
+    };
+    // The connecting thread is left to end on its own when it is late.
+    let connector = tls.connector().map_err(&fail)?;
+    let (sent, got) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sent.send(match connector {
+            None => config.connect(NoTls),
+            Some(connector) => config.connect(connector),
+        });
+    });
+    let away = |message: String| DbError {
+        unavailable: true,
+        ..fail(message)
+    };
+    let connected = got.recv_timeout(within).map_err(|_| {
+        away(format!(
+            "cannot connect: {host} took the connection but did not answer within {} s (connect_timeout); is a PostgreSQL server there, and is it running?",
+            within.as_secs_f64()
+        ))
+    })?;
+    connected.map_err(|e| match unreachable(&e) {
+        true => away(tls.explain(&e, &host, given_in)),
+        false => fail(tls.explain(&e, &host, given_in)),
+    })
+}
+
+/// Whether connecting failed because the server is away: the connection
+/// refused, reset or timed out, the host or network unreachable, or the
+/// server starting up or shutting down (SQLSTATE class 57, 08). Not a
+/// name that does not resolve, a password, a database, TLS.
+fn unreachable(e: &postgres::Error) -> bool {
+    use std::io::ErrorKind::*;
+    if let Some(db) = e.as_db_error() {
+        let class = &db.code().code()[..2];
+        return class == "57" || class == "08";
+    }
+    if e.is_closed() {
+        return true;
+    }
+    std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .is_some_and(|io| {
+            matches!(
+                io.kind(),
+                ConnectionRefused
+                    | ConnectionReset
+                    | ConnectionAborted
+                    | TimedOut
+                    | HostUnreachable
+                    | NetworkUnreachable
+                    | UnexpectedEof
+                    | BrokenPipe
+                    | NotConnected
+            )
+        })
+}
+
 /// How [`Database::connect`] opens a store.
 pub struct Opening<'a> {
     /// Bring an older schema to this worldline's version (`migrate`).
@@ -142,56 +266,8 @@ impl Database {
     /// when new and `how.make`; refused when newer, or older unless
     /// `how.upgrade`).
     pub fn connect(url: &StoreUrl, how: &Opening) -> Result<Database, DbError> {
-        let fail = |message: String| DbError {
-            shown: url.shown.clone(),
-            message,
-            lost: false,
-        };
-        // The client's words name the key only in the error's source.
-        let mut config: postgres::Config = url
-            .connect
-            .parse()
-            .map_err(|e| fail(format!("not a usable address: {}", with_source(&e))))?;
-        if config.get_password().is_none()
-            && let Some(pw) = std::env::var_os("PGPASSWORD")
-        {
-            config.password(pw.to_string_lossy().as_bytes());
-        }
-        // `connect_timeout` bounds the whole of connecting, as libpq's does
-        // (the client bounds the socket's connect only: a server that takes
-        // the connection and never answers held every command for good).
-        let within = config
-            .get_connect_timeout()
-            .copied()
-            .unwrap_or(std::time::Duration::from_secs(10));
-        config.connect_timeout(within);
-        config.application_name("worldline");
-        let tls = tls::settings(url.sslmode, url.sslrootcert.as_deref(), |k| {
-            std::env::var(k).ok()
-        })
-        .map_err(&fail)?;
-        config.ssl_mode(tls.client_mode());
-        let host = match config.get_hosts().first() {
-            Some(postgres::config::Host::Tcp(h)) => h.clone(),
-            _ => "localhost".to_string(),
-        };
-        // The connecting thread is left to end on its own when it is late.
-        let connector = tls.connector().map_err(&fail)?;
-        let (sent, got) = std::sync::mpsc::channel();
-        let connecting = config.clone();
-        std::thread::spawn(move || {
-            let _ = sent.send(match connector {
-                None => connecting.connect(NoTls),
-                Some(connector) => connecting.connect(connector),
-            });
-        });
-        let connected = got.recv_timeout(within).map_err(|_| {
-            fail(format!(
-                "cannot connect: {host} took the connection but did not answer within {} s (connect_timeout); is a PostgreSQL server there, and is it running?",
-                within.as_secs_f64()
-            ))
-        })?;
-        let mut client = connected.map_err(|e| fail(tls.explain(&e, &host, how.given_in)))?;
+        let fail = |message: String| DbError::refused(&url.shown, message);
+        let mut client = open(url, how.given_in)?;
         // Most connections find the schema at this version: the user and
         // their role in one round trip. Otherwise the schema is migrated
         // (or refused, saying why) first.
@@ -245,23 +321,27 @@ impl Database {
             ))
         })?;
         Ok(Database {
-            client: Mutex::new(client),
+            conn: Mutex::new(Conn {
+                client,
+                generation: 0,
+                broken: false,
+                insert_run: None,
+            }),
+            given_in: how.given_in.to_string(),
             url: url.clone(),
             user,
             role,
             known: Mutex::new(BTreeSet::new()),
             lease: Mutex::new(leases::Lease::default()),
-            insert_run: std::sync::OnceLock::new(),
         })
     }
 
     /// A refusal of what role `needed` may do, naming the database role to
     /// be granted.
     pub fn needs(&self, needed: Role, what: &str) -> DbError {
-        DbError {
-            shown: self.url.shown.clone(),
-            lost: false,
-            message: format!(
+        DbError::refused(
+            &self.url.shown,
+            format!(
                 "{what} needs the role {} (user `{}` is a {}): {}",
                 roles::group(&self.url.schema, needed),
                 self.user,
@@ -272,7 +352,7 @@ impl Database {
                     Role::Viewer => "ask an administrator to grant it",
                 }
             ),
-        }
+        )
     }
 
     fn fail(&self, e: postgres::Error) -> DbError {
@@ -288,19 +368,91 @@ impl Database {
             class == "57" || class == "08"
         });
         let io = std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>());
+        let lost = e.is_closed() || ended || io;
         DbError {
             shown: self.url.shown.clone(),
             message,
-            lost: e.is_closed() || ended || io,
+            lost,
+            unavailable: lost,
         }
     }
 
+    /// Run `f` on the connection, made again first when it was lost.
     fn with<T>(
         &self,
         f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
     ) -> Result<T, DbError> {
-        let mut client = self.client.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut client).map_err(|e| self.fail(e))
+        self.with_generation(|c, _| f(c))
+    }
+
+    /// [`with`](Self::with), `f` told the connection's generation (a
+    /// lease taken on an earlier one is gone).
+    fn with_generation<T>(
+        &self,
+        f: impl FnOnce(&mut Client, u64) -> Result<T, postgres::Error>,
+    ) -> Result<T, DbError> {
+        let mut conn = self.live()?;
+        let generation = conn.generation;
+        let done = f(&mut conn.client, generation).map_err(|e| self.fail(e));
+        if done.as_ref().is_err_and(|e| e.lost) {
+            conn.broken = true;
+        }
+        done
+    }
+
+    /// [`with`](Self::with) for a call that only reads: when the
+    /// connection turns out lost (the server restarted since the last
+    /// call), it is made again and `f` asked once more.
+    fn read<T>(
+        &self,
+        mut f: impl FnMut(&mut Client) -> Result<T, postgres::Error>,
+    ) -> Result<T, DbError> {
+        match self.with(&mut f) {
+            Err(e) if e.lost => self.with(f),
+            done => done,
+        }
+    }
+
+    /// The connection, locked: made again when a call lost it or the
+    /// client knows it closed.
+    fn live(&self) -> Result<std::sync::MutexGuard<'_, Conn>, DbError> {
+        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        if conn.broken || conn.client.is_closed() {
+            let mut client = open(&self.url, &self.given_in)?;
+            client
+                .batch_execute(&format!("SET search_path TO {}", self.url.schema))
+                .map_err(|e| self.fail(e))?;
+            *conn = Conn {
+                client,
+                generation: conn.generation + 1,
+                broken: false,
+                insert_run: None,
+            };
+        }
+        Ok(conn)
+    }
+
+    /// [`with`](Self::with), `f` given the run insert prepared on this
+    /// connection.
+    fn with_statement<T>(
+        &self,
+        f: impl FnOnce(&mut Client, &postgres::Statement) -> Result<T, postgres::Error>,
+    ) -> Result<T, DbError> {
+        let mut conn = self.live()?;
+        let conn = &mut *conn;
+        let prepared = match &conn.insert_run {
+            Some(prepared) => Ok(prepared.clone()),
+            None => conn.client.prepare(INSERT_RUN),
+        };
+        let done = prepared.and_then(|insert| {
+            conn.insert_run = Some(insert.clone());
+            f(&mut conn.client, &insert)
+        });
+        let done = done.map_err(|e| self.fail(e));
+        if done.as_ref().is_err_and(|e| e.lost) {
+            conn.broken = true;
+        }
+        done
     }
 
     /// Which of `shas` the database does not hold.
@@ -315,7 +467,7 @@ impl Database {
         if unknown.is_empty() {
             return Ok(Vec::new());
         }
-        let missing = self.with(|c| missing_of(c, &unknown))?;
+        let missing = self.read(|c| missing_of(c, &unknown))?;
         let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
         known.extend(unknown.into_iter().filter(|s| !missing.contains(s)));
         Ok(missing)
@@ -328,7 +480,7 @@ impl Database {
             Role::Responder => "objects",
             Role::Viewer => "agents",
         };
-        self.with(|c| {
+        self.read(|c| {
             Ok(c.query_opt(
                 &format!("SELECT bytes FROM {table} WHERE sha256 = $1"),
                 &[&sha],
@@ -357,16 +509,9 @@ impl Database {
         objects: &[(String, Vec<u8>)],
         copy: &Copy,
     ) -> Result<Stored, DbError> {
-        let taken = self.with(|c| {
-            let insert = match self.insert_run.get() {
-                Some(prepared) => prepared.clone(),
-                None => {
-                    let prepared = c.prepare(INSERT_RUN)?;
-                    self.insert_run.get_or_init(|| prepared).clone()
-                }
-            };
+        let taken = self.with_statement(|c, insert| {
             let taken = match objects.is_empty() {
-                true => insert_run(c, &insert, run, lines, copy),
+                true => insert_run(c, insert, run, lines, copy),
                 false => (|| {
                     let mut tx = c.transaction()?;
                     for (sha, bytes) in objects {
@@ -375,7 +520,7 @@ impl Database {
                             &[sha, bytes],
                         )?;
                     }
-                    let taken = insert_run(&mut tx, &insert, run, lines, copy)?;
+                    let taken = insert_run(&mut tx, insert, run, lines, copy)?;
                     if matches!(taken, Insert::Done | Insert::Taken(_)) {
                         tx.commit()?;
                     }
@@ -408,17 +553,16 @@ impl Database {
         match chain {
             None => Ok(Stored::New),
             Some(chain) if chain == run.chain_hash => Ok(Stored::Same),
-            Some(_) => Err(DbError {
-                shown: self.url.shown.clone(),
-                message: format!("holds another run under the id {}", run.id),
-                lost: false,
-            }),
+            Some(_) => Err(DbError::refused(
+                &self.url.shown,
+                format!("holds another run under the id {}", run.id),
+            )),
         }
     }
 
     /// The writers of `ids` (those the database holds).
     pub fn writers_of(&self, ids: &[String]) -> Result<BTreeMap<String, Writer>, DbError> {
-        self.with(|c| {
+        self.read(|c| {
             let rows = c.query(
                 "SELECT id, writer_user, writer_host, ci_job, job_index FROM runs WHERE id = ANY($1)",
                 &[&ids],
@@ -441,7 +585,7 @@ impl Database {
     /// The runs whose writer's user, host, CI job or job index contains
     /// `text`.
     pub fn runs_written_by(&self, text: &str) -> Result<BTreeSet<String>, DbError> {
-        self.with(|c| {
+        self.read(|c| {
             let rows = c.query(
                 "SELECT id FROM runs WHERE strpos(writer_user, $1) > 0 OR strpos(writer_host, $1) > 0
                     OR strpos(coalesce(ci_job, ''), $1) > 0 OR strpos(coalesce(job_index, ''), $1) > 0",
@@ -458,7 +602,7 @@ impl Database {
             Role::Responder => "SELECT seq, id FROM runs WHERE seq > $1 ORDER BY seq",
             Role::Viewer => "SELECT copy_seq, id FROM runs WHERE copy_seq > $1 ORDER BY copy_seq",
         };
-        self.with(|c| {
+        self.read(|c| {
             let rows = c.query(sql, &[&seq])?;
             Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         })
@@ -466,7 +610,7 @@ impl Database {
 
     /// Runs removed after `seq`, in order.
     pub fn removed_after(&self, seq: i64) -> Result<Vec<(i64, String)>, DbError> {
-        self.with(|c| {
+        self.read(|c| {
             let rows = c.query(
                 "SELECT seq, run_id FROM removed WHERE seq > $1 ORDER BY seq",
                 &[&seq],
@@ -482,12 +626,12 @@ impl Database {
             Role::Responder => "frames",
             Role::Viewer => "redacted_frames",
         };
-        self.with(|c| copies::lines_in(c, table, ids))
+        self.read(|c| copies::lines_in(c, table, ids))
     }
 
     /// The SHA-256 of every object stored more than `grace_s` seconds ago.
     pub fn objects_older_than(&self, grace_s: i64) -> Result<BTreeSet<String>, DbError> {
-        self.with(|c| {
+        self.read(|c| {
             let rows = c.query(
                 "SELECT sha256 FROM objects WHERE stored_at < now() - make_interval(secs => $1)",
                 &[&(grace_s as f64)],
@@ -515,7 +659,7 @@ impl Database {
 
     /// The pinned runs.
     pub fn pins(&self) -> Result<BTreeSet<String>, DbError> {
-        self.with(|c| {
+        self.read(|c| {
             let rows = c.query("SELECT run_id FROM pins", &[])?;
             Ok(rows.iter().map(|r| r.get(0)).collect())
         })

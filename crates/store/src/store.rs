@@ -1060,9 +1060,14 @@ fn is_refused(kind: std::io::ErrorKind) -> bool {
 }
 
 /// A database store's error as an input error, named by the server it
-/// came from (shown without its password).
+/// came from (shown without its password); a server that could not be
+/// reached or went away is [`InputError::store`](worldline_case::error::InputError::store)
+/// (`--json`'s kind `store`, the UI's 503).
 pub fn db_error(e: worldline_pgstore::DbError) -> worldline_case::error::InputError {
-    worldline_case::error::InputError::new(&e.shown, e.message)
+    worldline_case::error::InputError {
+        store: e.unavailable,
+        ..worldline_case::error::InputError::new(&e.shown, e.message)
+    }
 }
 
 /// Whether `s` can be a run id: letters, digits, `-` and `_`, at most 128

@@ -254,6 +254,10 @@ impl Reply {
     fn of_error(e: anyhow::Error) -> Reply {
         let status = if e.downcast_ref::<NotFound>().is_some() {
             StatusCode::NOT_FOUND
+        } else if worldline_case::error::is_store(&e) {
+            // The store's server is away: the page may work once it is
+            // back (the connection is made again on the next request).
+            StatusCode::SERVICE_UNAVAILABLE
         } else if worldline_case::error::is_input(&e) {
             StatusCode::BAD_REQUEST
         } else {

@@ -164,6 +164,7 @@ impl ModelArgs {
                 message: format!(
                     "[{table}] api_key_env names `{var}`, which is not set; export {var}=... before the run (the key is never recorded)"
                 ),
+                store: false,
             }
         };
         if let Some(var) = user_model.and_then(|m| m.missing_key()) {
@@ -182,6 +183,7 @@ impl ModelArgs {
                     file,
                     line,
                     message,
+                    store: false,
                 }
                 .into());
             }
@@ -639,10 +641,10 @@ fn ended_with(
 
 /// An error as the one JSON document `--json` promises on stdout.
 fn error_json(code: ExitCode, err: &anyhow::Error) -> serde_json::Value {
-    use worldline_case::error::{StoreUnreachable, input_of};
+    use worldline_case::error::{input_of, is_store};
     let input = input_of(err);
     let kind = match code {
-        _ if err.chain().any(|e| e.is::<StoreUnreachable>()) => "store",
+        _ if is_store(err) => "store",
         ExitCode::Input => "input",
         _ => "internal",
     };

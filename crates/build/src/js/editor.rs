@@ -212,6 +212,7 @@ pub(crate) fn typecheck(node: &Path, toolchain: &Path, agent_dir: &Path) -> Resu
             errors.len(),
             listed.join("\n")
         ),
+        store: false,
     }
     .into())
 }
@@ -231,6 +232,7 @@ fn parse(line: &str, dir: &Path) -> Option<InputError> {
         file: dir.join(file),
         line: at,
         message: message.to_string(),
+        store: false,
     })
 }
 

@@ -312,6 +312,7 @@ fn build_error(agent: &Path, agent_dir: &Path, errors: &[Value]) -> InputError {
         file,
         line,
         message: format!("{what}:\n{said}"),
+        store: false,
     }
 }
 

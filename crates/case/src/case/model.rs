@@ -455,6 +455,7 @@ pub fn setting_problems(project: &crate::project::Project) -> Vec<InputError> {
             file: project.file.clone(),
             line: Some(at),
             message: format!("[{}] {}: {e}", s.table, s.key),
+            store: false,
         })
     };
     project.settings.iter().filter_map(problem).collect()

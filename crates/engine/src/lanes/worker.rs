@@ -69,6 +69,7 @@ impl<T: Answer> Reply<T> {
                 file,
                 line,
                 message,
+                store: false,
             }
             .into()),
             Reply::Error { message, .. } => Err(anyhow!(message)),

@@ -111,7 +111,7 @@ impl StoreDir {
     /// Whether the run is new to the database (false: another writer
     /// stored it first; a folder store's runs are always new). A run the
     /// database could not take is an error marked
-    /// [`StoreUnreachable`](worldline_case::error::StoreUnreachable).
+    /// [`InputError::store`].
     pub fn publish(&self, run_id: &str) -> Result<bool> {
         self.publish_parts(run_id, None)
     }
@@ -252,11 +252,11 @@ impl StoreDir {
             )),
             (false, _) => {}
         }
-        let refused = InputError::new(&db.url.shown, message);
-        Err(match from_db {
-            true => worldline_case::error::StoreUnreachable(refused).into(),
-            false => refused.into(),
-        })
+        Err(InputError {
+            store: from_db,
+            ..InputError::new(&db.url.shown, message)
+        }
+        .into())
     }
 
     /// Bring the working folder up to date with the database (at most once
