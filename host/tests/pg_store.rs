@@ -116,6 +116,96 @@ fn a_suite_that_loses_its_database_stops_naming_it_and_a_rerun_continues() {
     assert_eq!(listed.json().as_array().unwrap().len() as u32, before + 60);
 }
 
+/// A suite on two jobs whose server goes away: like a signal, it starts
+/// no more cases, reports the runs it made (their PASS lines and the
+/// summary; under `--json` the report with the error) and names every run
+/// set aside, those of both jobs (stdout was empty, `--json` only the
+/// error, and one of the two bundles in `unstored/` was named nowhere).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn a_suite_that_loses_its_database_reports_the_runs_it_made_and_names_every_one_set_aside() {
+    let pg = own_cluster();
+    let schema = fresh_schema();
+    let store = PathBuf::from(pg.store_in(&schema));
+    let dir = temp_dir();
+    let cases = cases(dir.path(), 200);
+    suite(&store, &cases.join("c000.toml")).expect_code(0);
+    let agent = guest("caller-agent");
+    let stored = || {
+        pg.psql(&format!("SELECT count(*) FROM {schema}.runs"))
+            .parse::<u32>()
+            .unwrap()
+    };
+    let unstored = store_folder(&store).join("unstored");
+    let worlds = worlds_dir();
+    for json in [false, true] {
+        let before = stored();
+        let mut args = vec![
+            "test",
+            s(&cases),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+            "--jobs",
+            "2",
+        ];
+        if json {
+            args.push("--json");
+        }
+        let child = common::worldline_spawn(&store, args);
+        let t0 = std::time::Instant::now();
+        while stored() < before + 6 {
+            assert!(t0.elapsed().as_secs() < 120, "the suite stored no runs");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        pg.stop();
+        let out = common::CliOutput::of(child.wait_with_output().unwrap());
+        out.expect_code(2);
+        pg.start();
+        let made = stored() - before;
+        let aside: Vec<PathBuf> = std::fs::read_dir(&unstored)
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        assert!(!aside.is_empty(), "{out}");
+        let passed = if json {
+            let doc = out.json();
+            assert_eq!(doc["error"]["kind"], "store", "{out}");
+            assert_eq!(doc["error"]["exit_code"], 2, "{out}");
+            let named: Vec<PathBuf> = (doc["set_aside"].as_array().unwrap().iter())
+                .map(|p| PathBuf::from(p.as_str().unwrap()))
+                .collect();
+            for path in &aside {
+                assert!(named.contains(path), "{} named in {out}", path.display());
+            }
+            assert_eq!(doc["cases"].as_array().unwrap().len(), 200, "{out}");
+            doc["passed"].as_u64().unwrap() as u32
+        } else {
+            assert!(out.stdout.contains(" passed, "), "the summary: {out}");
+            out.stdout.lines().filter(|l| l.starts_with("PASS")).count() as u32
+        };
+        for path in &aside {
+            assert!(
+                out.stderr.contains(&path.display().to_string()),
+                "{} named in {out}",
+                path.display()
+            );
+        }
+        // Every case reported passing was stored (a commit the connection
+        // lost may be stored too, and not reported).
+        assert!(passed >= 6 && passed <= made, "{passed} of {made}: {out}");
+        assert!(!out.stdout.contains(PASSWORD) && !out.stderr.contains(PASSWORD));
+        // The next command that reads the store takes back what it holds.
+        worldline(&store, ["runs", "--json"]).expect_code(0);
+        for path in aside {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 /// A long-lived UI whose server restarts: while it is down each page is
 /// the store's 503 saying so (it was 400, the user's fault), and once it
 /// is back the next page is served (the one connection was kept, lost,

@@ -213,6 +213,8 @@ fn suite_run() -> worldline_engine::suite::SuiteRun {
         )],
         compiles: Vec::new(),
         interrupted: None,
+        stopped: None,
+        set_aside: Vec::new(),
     }
 }
 

@@ -568,7 +568,7 @@ fn cut_short(cases: &[CaseSummary]) -> usize {
 
 /// The line of one case: mark, name, events, time, run id (or how many
 /// runs passed), and why it did not pass; a case not run, what stopped
-/// the suite (`interrupted`: the signal).
+/// the suite (`interrupted`: the signal, or the store's error).
 fn line(c: &CaseRun, width: usize, interrupted: Option<&str>) -> String {
     // A case's name is its file's: shown escaped (a newline in it broke
     // the line a case, and the terminal took its control characters).
@@ -667,8 +667,10 @@ pub fn write(out: &mut impl Write, err: &mut impl Write, s: &SuiteRun) -> io::Re
         .map(|c| shown::text(&c.name).chars().count())
         .max()
         .unwrap_or(0);
+    // What stopped the suite starting cases, which its skipped cases say.
+    let stopper = (s.interrupted).or(s.stopped.as_ref().map(|_| "the store's error"));
     for c in &s.cases {
-        writeln!(out, "{}", line(c, width, s.interrupted))?;
+        writeln!(out, "{}", line(c, width, stopper))?;
     }
     write_totals(out, err, &SuiteSummary::of(s))?;
     Ok(())

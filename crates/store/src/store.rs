@@ -50,6 +50,9 @@ pub struct StoreDir {
     /// held, no gc pass removes them while this process lives, so the
     /// next run of a suite does not look for them again (decision 0394).
     present: Mutex<std::collections::BTreeSet<String>>,
+    /// The bundles of runs this process made that the database did not
+    /// take, moved to the working folder's `unstored/` (`sync.rs`).
+    set_aside: Mutex<Vec<PathBuf>>,
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -295,6 +298,7 @@ impl StoreDir {
             shared: Mutex::new(None),
             world_objects: Mutex::new(std::collections::BTreeMap::new()),
             present: Mutex::new(std::collections::BTreeSet::new()),
+            set_aside: Mutex::new(Vec::new()),
         })
     }
 

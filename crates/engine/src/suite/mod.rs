@@ -3,9 +3,11 @@
 //! order the cases were given whatever the number of jobs. A case that
 //! cannot run (an internal error, or its own `exec` that cannot start) is
 //! a result too; the suite goes on,
-//! unless the store cannot be written (a full disk, a read-only folder):
-//! that is an error of the machine, which stops the suite instead of
-//! failing every case. A case file that cannot be loaded is a collection
+//! unless the store cannot be written (a full disk, a read-only folder, a
+//! database store's server gone): that is an error of the machine, which
+//! stops the suite starting cases instead of failing every case, as a
+//! signal does; the cases under way end and the suite's report of the
+//! runs made comes with the error ([`SuiteRun::stopped`]). A case file that cannot be loaded is a collection
 //! error: carried in the result, it stops nothing but `--fail-fast`.
 //! `select` decides which cases run; `last` remembers which failed.
 //! While it runs, a suite reports what happens as [`SuiteEvent`]s to the
@@ -136,7 +138,8 @@ pub struct CaseRun {
 /// A case's repeats a signal cut short.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Cut {
-    /// `SIGINT` or `SIGTERM`.
+    /// `SIGINT` or `SIGTERM` (or `the store's error`, which stopped the
+    /// suite).
     pub signal: &'static str,
     /// The runs the case was to make.
     pub of: u64,
@@ -272,6 +275,15 @@ pub struct SuiteRun {
     /// The signal that stopped the suite (`SIGINT`, `SIGTERM`) under an
     /// [`Interrupt`](crate::native::Interrupt): the cases it had not started are skipped.
     pub interrupted: Option<&'static str>,
+    /// The error that stopped the suite starting cases (the store could
+    /// not be written: a full disk, a database store's server gone): the
+    /// cases it had not started are skipped, and the command fails with
+    /// it once the runs made are reported.
+    pub stopped: Option<anyhow::Error>,
+    /// The bundles of runs the database did not take (its server went
+    /// away), set aside in the working folder's `unstored/`: every one,
+    /// the one `stopped` names and those of cases under way alike.
+    pub set_aside: Vec<PathBuf>,
 }
 
 impl SuiteRun {
@@ -360,13 +372,15 @@ impl Suite<'_> {
     /// The runs of case `e`: `repeat` of them (each with its model seed, a
     /// group's members recorded as one), their bundles synced with `batch`
     /// into files of `spares`; no repetition starts once `stopped` holds.
+    /// An error that stops the suite (the store's) ends them: the runs
+    /// made before it, and it.
     fn attempts(
         &self,
         e: &Entry,
         repeat: u64,
         (batch, spares): (&SyncBatch, &Spares),
         stopped: &dyn Fn() -> bool,
-    ) -> anyhow::Result<Vec<Attempt>> {
+    ) -> (Vec<Attempt>, Option<anyhow::Error>) {
         let mut attempts = Vec::new();
         // The group's id: its first member's run id.
         let mut group_id: Option<String> = None;
@@ -400,7 +414,10 @@ impl Suite<'_> {
                 // store's write errors, a flag every case shares) stops
                 // the suite.
                 Err(err) if is_input(&err) && !of_case(&err, &e.case) => {
-                    return Err(err.context(format!("running case {}", e.name)));
+                    return (
+                        attempts,
+                        Some(err.context(format!("running case {}", e.name))),
+                    );
                 }
                 Err(err) => Err(format!("{err:#}")),
             };
@@ -417,7 +434,7 @@ impl Suite<'_> {
             }
             attempts.push(attempt);
         }
-        Ok(attempts)
+        (attempts, None)
     }
 
     /// Run every case on `jobs` threads, reporting each step to `sink`
@@ -431,6 +448,9 @@ impl Suite<'_> {
         let started = SystemTime::now();
         let t0 = Instant::now();
         let stop = AtomicBool::new(!self.collection_errors.is_empty());
+        // The first error that stopped the suite, once one has.
+        let halted: std::sync::Mutex<Option<anyhow::Error>> = std::sync::Mutex::new(None);
+        let is_halted = || (halted.lock().unwrap_or_else(|e| e.into_inner())).is_some();
         // Held while a failing case sets `stop` and is told (below).
         let failing = std::sync::Mutex::new(());
         let repeat = self.repeat.max(1);
@@ -461,18 +481,27 @@ impl Suite<'_> {
             let cases = par_map(self.cases.len(), self.jobs, |i| {
                 let e = &self.cases[i];
                 let skipped = self.fail_fast && stop.load(Ordering::Relaxed);
-                let attempts = if skipped || interrupted().is_some() {
+                let attempts = if skipped || interrupted().is_some() || is_halted() {
                     Vec::new()
                 } else {
                     sink(SuiteEvent::CaseStarted {
                         index: e.index,
                         name: &e.name,
                     });
-                    self.attempts(e, repeat, (&batch, &spares), &|| interrupted().is_some())?
+                    let (attempts, error) = self.attempts(e, repeat, (&batch, &spares), &|| {
+                        interrupted().is_some() || is_halted()
+                    });
+                    if let Some(error) = error {
+                        (halted.lock().unwrap_or_else(|e| e.into_inner())).get_or_insert(error);
+                    }
+                    attempts
                 };
                 let made = attempts.len() as u64;
+                // A signal, or the error that stopped the suite.
+                let stopper =
+                    || interrupted().or_else(|| is_halted().then_some("the store's error"));
                 let cut = (made > 0 && made < repeat)
-                    .then(interrupted)
+                    .then(stopper)
                     .flatten()
                     .map(|signal| Cut { signal, of: repeat });
                 let run = CaseRun {
@@ -495,7 +524,7 @@ impl Suite<'_> {
                     stop.store(true, Ordering::Relaxed);
                 }
                 sink(SuiteEvent::CaseFinished(&run));
-                Ok(run)
+                Ok::<_, anyhow::Error>(run)
             });
             // The watch ends (the suite's report tells a later signal).
             told.store(true, Ordering::SeqCst);
@@ -522,6 +551,8 @@ impl Suite<'_> {
             collection_errors: self.collection_errors.to_vec(),
             compiles: self.compiles.to_vec(),
             interrupted: interrupted(),
+            stopped: halted.into_inner().unwrap_or_else(|e| e.into_inner()),
+            set_aside: self.store.set_aside(),
         };
         sink(SuiteEvent::Finished(&run));
         Ok(run)

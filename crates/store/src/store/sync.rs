@@ -224,6 +224,9 @@ impl StoreDir {
         let kept = std::fs::create_dir_all(aside.parent().unwrap_or(&self.root))
             .and_then(|()| std::fs::rename(&path, &aside))
             .is_ok();
+        if kept {
+            (self.set_aside.lock().unwrap_or_else(|e| e.into_inner())).push(aside.clone());
+        }
         let lost = (e.chain()).any(|c| {
             c.downcast_ref::<worldline_pgstore::DbError>()
                 .is_some_and(|d| d.lost)
@@ -257,6 +260,14 @@ impl StoreDir {
             ..InputError::new(&db.url.shown, message)
         }
         .into())
+    }
+
+    /// The bundles of the runs this process made that the database did
+    /// not take, in the order they were set aside (in the working
+    /// folder's `unstored/`): a suite stopped by its server going away
+    /// names them all, not only the one its error is about.
+    pub fn set_aside(&self) -> Vec<PathBuf> {
+        (self.set_aside.lock().unwrap_or_else(|e| e.into_inner())).clone()
     }
 
     /// Bring the working folder up to date with the database (at most once
