@@ -213,3 +213,30 @@ fn a_copy_made_again_hides_what_a_state_path_hides_where_the_events_quote_it() {
         );
     }
 }
+
+/// A viewer's `history` is a redacted view and says so: `redacted_view`
+/// true (it was false, while `otel` and `export` said `redacted`), its
+/// text naming the values hidden, not "a REDACTED copy ...; not the
+/// original" (it is the store's run, as a viewer reads it).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn a_viewers_history_is_a_redacted_view_of_the_stores_run() {
+    let t = store();
+    for reader in [&t.viewer, &t.responder] {
+        let doc = worldline(reader, ["history", &t.run, "--json"]);
+        doc.expect_code(0);
+        assert_eq!(doc.json()["redacted_view"], true, "{doc}");
+    }
+    let text = worldline(&t.viewer, ["history", &t.run]);
+    text.expect_code(0);
+    assert!(!text.stdout.contains("not the original"), "{text}");
+    let hidden: u64 = (text.stdout.lines())
+        .find_map(|l| l.strip_prefix("redacted view: "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(hidden > 0, "{text}");
+}

@@ -28,6 +28,10 @@ pub struct Timeline<'a> {
     /// Distinct values a redacted view hides (`None`: the view is not
     /// redacted).
     pub hidden: Option<usize>,
+    /// The run is the store's redacted copy, as a database store's viewer
+    /// reads every run: a redacted view of the store's run, not a copy
+    /// someone made of it.
+    pub store_view: bool,
     /// Its writer is still recording it (a run without a footer that was
     /// not killed).
     pub live: bool,
@@ -60,7 +64,7 @@ pub fn json(t: &Timeline<'_>, q: &Query, full: bool) -> Value {
             row
         })
         .collect();
-    let mut doc = json!({"run": t.path.display().to_string(), "status": status(b), "agent_error": agent_error, "header": b.header, "redacted_view": t.hidden.is_some(), "events": rows});
+    let mut doc = json!({"run": t.path.display().to_string(), "status": status(b), "agent_error": agent_error, "header": b.header, "redacted_view": t.hidden.is_some() || t.store_view, "events": rows});
     // The call a killed run was inside, as the text says it (a script
     // deciding on `resume --resend-in-flight` parsed the text for it).
     if let Some(i) = &b.in_flight {
@@ -81,7 +85,7 @@ pub fn json(t: &Timeline<'_>, q: &Query, full: bool) -> Value {
 /// (values cut as `cut` says), then what the page left out and whether
 /// the run is incomplete.
 pub fn write(out: &mut impl Write, t: &Timeline<'_>, cut: Cut) -> io::Result<()> {
-    write_head(out, t.path, t.bundle, t.hidden)?;
+    write_head(out, t, t.hidden)?;
     write_events(out, t.bundle, t.page, cut)?;
     let page = t.page;
     if page.events.is_empty() && page.after == 0 && !t.bundle.events.is_empty() {
@@ -166,12 +170,8 @@ fn short_hash(hash: &str) -> &str {
 
 /// The lines above the timeline: the run, how it ended, where it came
 /// from, what was raised, edited or redacted.
-fn write_head(
-    out: &mut impl Write,
-    path: &Path,
-    b: &HeldBundle,
-    hidden: Option<usize>,
-) -> io::Result<()> {
+fn write_head(out: &mut impl Write, t: &Timeline<'_>, hidden: Option<usize>) -> io::Result<()> {
+    let (path, b) = (t.path, t.bundle);
     let h = &b.header;
     writeln!(
         out,
@@ -197,14 +197,21 @@ fn write_head(
             writeln!(out, "  edit at event {}: {}", fp.event, describe(edit))?;
         }
     }
-    if let Some(r) = &h.redacted {
-        writeln!(
+    match &h.redacted {
+        // The store's own copy, which is what a viewer reads of its run.
+        Some(r) if t.store_view => writeln!(
+            out,
+            "redacted view: {} distinct values hidden (the store's redacted copy, all a viewer reads; a responder reads the run whole)",
+            r.hidden
+        )?,
+        Some(r) => writeln!(
             out,
             "REDACTED copy of run {} (its chain hash {}); {} values hidden; not the original",
             r.original_run,
             &r.original_chain_hash[..16.min(r.original_chain_hash.len())],
             r.hidden
-        )?;
+        )?,
+        None => {}
     }
     if let Some(n) = hidden {
         writeln!(

@@ -612,6 +612,7 @@ fn history_writes_the_lineage_a_line_per_event_and_where_the_page_stands() {
         bundle: &read.bundle,
         page: &page,
         hidden: Some(3),
+        store_view: false,
         live: false,
     };
     let cut = super::timeline::Cut::Standard;
@@ -636,6 +637,7 @@ fn history_of_a_run_killed_before_any_event_says_so() {
         bundle: &read.bundle,
         page: &page,
         hidden: None,
+        store_view: false,
         live: false,
     };
     let cut = super::timeline::Cut::Standard;
@@ -660,6 +662,7 @@ fn history_json_is_the_header_and_the_page_saying_where_it_is() {
         bundle: &read.bundle,
         page: &page,
         hidden: None,
+        store_view: false,
         live: false,
     };
     let doc = super::history::json(&t, &q, false);

@@ -107,6 +107,7 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         bundle: &read.bundle,
         page: &page,
         hidden,
+        store_view: store.role() == Some(worldline_pgstore::roles::Role::Viewer),
         live: read.bundle.footer.is_none() && store.being_recorded(&path),
     };
     let mut out = std::io::stdout().lock();
