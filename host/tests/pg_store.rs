@@ -878,3 +878,62 @@ fn of_imports_of_one_run_at_once_only_one_says_it_was_new() {
         .collect();
     assert_eq!(news.iter().filter(|n| **n).count(), 1, "{news:?}");
 }
+
+/// A campaign on two processes given `--store` with a password starts
+/// its worker with the address without it (the password in the worker's
+/// environment, which only its owner reads): it was on the worker's
+/// command line, which any user of the machine reads in `/proc`.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn a_campaigns_worker_has_no_password_on_its_command_line() {
+    if common::workers::one_core() {
+        return;
+    }
+    let pg = cluster();
+    let store = pg.fresh_store();
+    let case = common::workspace_root().join("cases/incident/fuzz-stale-deploys.toml");
+    let naive = guest("naive-agent");
+    let campaign = |runs: &str| {
+        let args = [
+            s(&case),
+            "--agent",
+            s(&naive),
+            "--runs",
+            runs,
+            "--jobs",
+            "2",
+        ];
+        std::iter::once("fuzz")
+            .chain(args)
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    // The worker connects with it: the campaign's runs are counted whole.
+    let mut short = campaign("8");
+    short.push("--json".into());
+    let out = worldline(&store, &short);
+    assert!(out.code == 0 || out.code == 1, "{out}");
+    assert_eq!(out.json()["summary"]["runs"], 8, "{out}");
+    let mut parent = common::worldline_spawn(&store, campaign("1000000"));
+    let worker = common::workers::worker_of(parent.id(), "--fuzz-worker");
+    let cmdline =
+        String::from_utf8_lossy(&std::fs::read(format!("/proc/{worker}/cmdline")).unwrap())
+            .replace('\0', " ");
+    let environ = std::fs::read(format!("/proc/{worker}/environ")).unwrap();
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    assert!(!cmdline.contains(PASSWORD), "{cmdline}");
+    assert!(
+        cmdline.contains(&format!("postgres://worldline@127.0.0.1:{}/", pg.port)),
+        "{cmdline}"
+    );
+    assert!(
+        environ
+            .split(|b| *b == 0)
+            .any(|v| v == format!("PGPASSWORD={PASSWORD}").as_bytes()),
+        "the worker is given the password in its environment"
+    );
+}

@@ -131,6 +131,14 @@ pub fn parse(s: &str) -> Result<StoreUrl, String> {
     })
 }
 
+/// The password `url` connects with (decoded, as the client reads it),
+/// if it holds one: what a process that starts another with the address
+/// without it ([`StoreUrl::shown`]) gives it in `PGPASSWORD`.
+pub fn password(url: &StoreUrl) -> Option<Vec<u8>> {
+    let config: postgres::Config = url.connect.parse().ok()?;
+    config.get_password().map(<[u8]>::to_vec)
+}
+
 /// `%XX` sequences decoded, as the client decodes the address's other
 /// values (a sequence that is not one is kept as it is).
 fn percent_decode(s: &str) -> String {

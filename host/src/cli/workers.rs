@@ -21,11 +21,18 @@ pub fn shares(jobs: usize, items: u64) -> Vec<usize> {
 }
 
 /// This process's command line again, with `flag JOBS` before any `--`
-/// (after which come a native agent's arguments).
+/// (after which come a native agent's arguments). A `--store` address
+/// holding a password is given without it, the password in the worker's
+/// `PGPASSWORD`: no command line worldline starts shows it (any user
+/// reads another's `/proc/PID/cmdline`; only its owner its environment).
 pub fn command(flag: &str, jobs: usize) -> std::io::Result<Command> {
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let mut args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let at = args.iter().position(|a| a == "--").unwrap_or(args.len());
     let mut command = Command::new(std::env::current_exe()?);
+    if let Some(password) = without_password(&mut args[..at]) {
+        use std::os::unix::ffi::OsStringExt;
+        command.env("PGPASSWORD", OsString::from_vec(password));
+    }
     command
         .args(&args[..at])
         .arg(flag)
@@ -34,9 +41,56 @@ pub fn command(flag: &str, jobs: usize) -> std::io::Result<Command> {
     Ok(command)
 }
 
+/// The `--store` of `args` (`--store ADDR` or `--store=ADDR`), when it is
+/// a database address holding a password, made the address without it;
+/// the password.
+fn without_password(args: &mut [OsString]) -> Option<Vec<u8>> {
+    let at = args
+        .iter()
+        .position(|a| a == "--store" || a.to_str().is_some_and(|a| a.starts_with("--store=")))?;
+    let (value, prefix) = match args[at].to_str()?.strip_prefix("--store=") {
+        Some(v) => (v.to_string(), "--store="),
+        None => (args.get(at + 1)?.to_str()?.to_string(), ""),
+    };
+    if !worldline_pgstore::url::is_postgres(&value) {
+        return None;
+    }
+    let url = worldline_pgstore::url::parse(&value).ok()?;
+    let password = worldline_pgstore::url::password(&url)?;
+    let slot = if prefix.is_empty() { at + 1 } else { at };
+    args[slot] = format!("{prefix}{}", url.shown).into();
+    Some(password)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_store_address_s_password_goes_to_the_worker_s_environment() {
+        let mut args: Vec<OsString> = [
+            "fuzz",
+            "c.toml",
+            "--store",
+            "postgres://u:p%40ss@h:5/db?schema=s",
+        ]
+        .map(OsString::from)
+        .into();
+        assert_eq!(without_password(&mut args), Some(b"p@ss".to_vec()));
+        assert_eq!(args[3], "postgres://u@h:5/db?schema=s");
+        let mut args: Vec<OsString> = ["fuzz", "--store=postgres://u:pw@h/db"]
+            .map(OsString::from)
+            .into();
+        assert_eq!(without_password(&mut args), Some(b"pw".to_vec()));
+        assert_eq!(args[1], "--store=postgres://u@h/db");
+        let mut args: Vec<OsString> = ["fuzz", "--store", "postgres://u@h/db"]
+            .map(OsString::from)
+            .into();
+        assert_eq!(without_password(&mut args), None);
+        assert_eq!(args[2], "postgres://u@h/db");
+        let mut args: Vec<OsString> = ["fuzz", "--store", "st"].map(OsString::from).into();
+        assert_eq!(without_password(&mut args), None);
+    }
 
     #[test]
     fn jobs_are_shared_among_at_most_as_many_processes_as_cores_and_items() {
