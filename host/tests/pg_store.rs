@@ -937,3 +937,99 @@ fn a_campaigns_worker_has_no_password_on_its_command_line() {
         "the worker is given the password in its environment"
     );
 }
+
+/// A killed run resumed on a database store: the database never holds the
+/// killed run (finished runs only), so `resume` says so, and the resumed
+/// run's page on another machine shows its parent unlinked, not in the
+/// store and why (it linked to a page saying there was no such run).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn a_run_resumed_on_a_database_store_names_a_parent_the_store_does_not_hold() {
+    let pg = cluster();
+    let store = pg.fresh_store();
+    let dir = temp_dir();
+    let machine = dir.path().join("a");
+    let on_a = |args: &[&str]| common::on_machine(&store, &machine, args);
+    // Ends at its event limit, once resumed; killed well before.
+    let case = write_case(
+        dir.path(),
+        "long",
+        r#"world = "demo@v1"
+seed = 11
+clock = 2026-03-01T12:00:00Z
+task = { mode = "calls", n = 1_000_000_000_000 }
+
+[limits]
+fuel = 1_000_000_000_000_000_000
+max_events = 5_000
+timeout_ms = 86_400_000
+"#,
+    );
+    let hostile = guest("hostile-agent");
+    let worlds = worlds_dir();
+    let mut child = common::cli()
+        .args([
+            "run",
+            s(&case),
+            "--agent",
+            s(&hostile),
+            "--worlds",
+            s(&worlds),
+            "--store",
+        ])
+        .arg(&store)
+        .env("WORLDLINE_STORE_CACHE", &machine)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let folder = machine.join(common::store_folder(&store).file_name().unwrap());
+    let t0 = std::time::Instant::now();
+    let killed = loop {
+        let found = common::files_with_suffix(&folder.join("runs"), ".jsonl")
+            .into_iter()
+            .find(|p| {
+                std::fs::read(p).is_ok_and(|b| b.iter().filter(|&&c| c == b'\n').count() > 10)
+            });
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(t0.elapsed().as_secs() < 60, "the run wrote no events");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    child.kill().expect("SIGKILL");
+    child.wait().unwrap();
+    assert!(
+        !std::fs::read_to_string(&killed)
+            .unwrap()
+            .contains("{\"footer\""),
+        "killed before its event limit: no footer"
+    );
+    let killed = killed.file_stem().unwrap().to_str().unwrap().to_string();
+    let resumed = on_a(&["resume", &killed, "--json"]);
+    assert!(
+        resumed
+            .stderr
+            .contains("a database store keeps finished runs only"),
+        "{resumed}"
+    );
+    let id = resumed.json()["run_id"].as_str().unwrap().to_string();
+    // Another machine reads the resumed run; its parent is nowhere.
+    let ui = crate::ui_support::Server::start(&store, &[]);
+    let page = ui.get(&format!("/run/{id}"));
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("parent-absent"), "{}", page.body);
+    assert!(
+        page.body.contains("keeps finished runs only"),
+        "{}",
+        page.body
+    );
+    assert!(
+        !page.body.contains(&format!("href=\"/run/{killed}\"")),
+        "no link to a run the store does not hold: {}",
+        page.body
+    );
+}

@@ -11,15 +11,16 @@ use worldline_store::store::StoreDir;
 /// How far up and down the tree goes.
 const DEPTH: usize = 8;
 
-/// Ancestors, nearest first: (run, event the next one down forks at).
-fn ancestors(store: &StoreDir, parent: Option<&Parent>) -> Vec<(String, u64)> {
+/// Ancestors, nearest first: (run, event the next one down forks at,
+/// whether the store holds it: a database store never holds the killed
+/// run a resumed one names).
+fn ancestors(store: &StoreDir, parent: Option<&Parent>) -> Vec<(String, u64, bool)> {
     let mut chain = Vec::new();
     let mut parent = parent.cloned();
     while let Some(p) = parent.take().filter(|_| chain.len() < DEPTH) {
-        chain.push((p.run.clone(), p.event));
-        parent = store
-            .resolve_run_id(&p.run)
-            .ok()
+        let path = store.resolve_run_id(&p.run).ok();
+        chain.push((p.run.clone(), p.event, path.is_some()));
+        parent = path
             .and_then(|path| bundle::read_header(&path).ok())
             .and_then(|h| h.parent);
     }
@@ -30,9 +31,13 @@ fn ancestors(store: &StoreDir, parent: Option<&Parent>) -> Vec<(String, u64)> {
 /// the current run.
 pub(crate) fn tree(store: &StoreDir, index: &Index, id: &str, parent: Option<&Parent>) -> Markup {
     let mut inner = html! { li { b.mono { (id) } " (this run)" (children(index, id, 0)) } };
-    for (run, at) in ancestors(store, parent) {
+    for (run, at, held) in ancestors(store, parent) {
+        let name = match held {
+            true => html! { a.mono href={ "/run/" (url(&run)) } { (run) } },
+            false => html! { span.mono { (run) } " (not in this store)" },
+        };
         inner = html! {
-            li { a.mono href={ "/run/" (url(&run)) } { (run) } " — forked at event " (at) ":" ul.tree { (inner) } }
+            li { (name) " — forked at event " (at) ":" ul.tree { (inner) } }
         };
     }
     html! { ul.tree #lineage { (inner) } }

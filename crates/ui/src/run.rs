@@ -17,6 +17,7 @@ use worldline_engine::fork::check::describe;
 use worldline_log::log::bundle::{self, Footer, Header, HeldBundle};
 use worldline_log::log::{Call, Event, Held, delivery};
 use worldline_store::index::Index;
+use worldline_store::store::StoreDir;
 
 /// The run id of a bundle path.
 pub(crate) fn id_of(path: &std::path::Path) -> String {
@@ -91,19 +92,41 @@ fn user_model_line(h: &Header) -> String {
     set.join(" ")
 }
 
-fn parent_line(id: &str, h: &Header) -> Markup {
+/// The run's parent, linked when the store holds it; else said not to be
+/// here (a link to it was a page saying "no run"), and why when it is a
+/// killed run a database store never took (`absent`: [`absent_parent`]).
+fn parent_line(id: &str, h: &Header, absent: Option<&str>) -> Markup {
     let Some(p) = &h.parent else { return html! {} };
     let edits: Vec<String> = p.edits.iter().map(describe).collect();
     html! {
         dt { "parent" }
         dd {
-            a href={ "/run/" (url(&p.run)) } class="mono" id="parent" { (p.run) }
+            @match absent {
+                None => { a href={ "/run/" (url(&p.run)) } class="mono" id="parent" { (p.run) } }
+                Some(why) => { span.mono id="parent" { (p.run) } " (" span #parent-absent { (why) } ")" }
+            }
             " at event " a href={ "/run/" (url(id)) "/event/" (p.event) } { (p.event) }
             // A fork with no edits (another agent, or the run continued)
             // ended its line at a colon.
             @if edits.is_empty() { " (no edits)" } @else { ": " span.mono { (edits.join(" ")) } }
         }
     }
+}
+
+/// Why the parent `h` names is not in `store`, when it is not: a run
+/// resumed on a database store names the killed run it resumed, which the
+/// database never took (it keeps finished runs only).
+fn absent_parent(store: &StoreDir, h: &Header) -> Option<&'static str> {
+    let p = h.parent.as_ref()?;
+    if store.resolve_run_id(&p.run).is_ok() {
+        return None;
+    }
+    Some(match (p.resumed, store.database().is_some()) {
+        (true, true) => {
+            "not in the store: a database store keeps finished runs only, and the killed run this one resumed stays in the working folder of the machine that ran it"
+        }
+        _ => "not in this store",
+    })
 }
 
 /// What a redacted copy is, said on its pages (it looked like the run).
@@ -119,7 +142,7 @@ pub(crate) fn copy_note(h: &Header) -> Markup {
     }
 }
 
-fn header(id: &str, b: &Shown) -> Markup {
+fn header(id: &str, b: &Shown, absent: Option<&str>) -> Markup {
     let h = &b.header;
     let status = b
         .footer
@@ -142,7 +165,7 @@ fn header(id: &str, b: &Shown) -> Markup {
                 dt { "origin" }
                 dd { span #origin { "case made from " (o.source()) @if let Some(c) = &o.chain_hash { " (chain " (short(c)) ")" } } }
             }
-            (parent_line(id, h))
+            (parent_line(id, h, absent))
             @if let Some(f) = &b.footer {
                 dt { "chain hash" } dd { span.mono { (short(&f.chain_hash)) } }
                 @if let Some(err) = &f.error { dt { "stopped" } dd { (err) } }
@@ -341,7 +364,7 @@ pub(crate) fn body(
     let gone = delivery::undelivered(&b.events, b.header.rules.unwrap_or(0));
     let footer = b.footer.as_ref();
     let o = html! {
-        (header(&id, &b))
+        (header(&id, &b, absent_parent(&app.store, &b.header)))
         (extra)
         (forms(app, &id, &b.header))
         (task(task_value.as_ref()))

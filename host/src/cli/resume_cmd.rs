@@ -78,6 +78,15 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
         (rec.bundle.header.native.is_some()).then(worldline_engine::native::Interrupt::start);
     let outcome = ops::resume::resume(&sandbox, &store, &rec, &raised, args.resend_in_flight)?;
     super::indexed(&store);
+    // A database store keeps finished runs only: the killed run stays in
+    // this machine's working folder, and the run stored names it.
+    if store.database().is_some() && rec.bundle.footer.is_none() {
+        eprintln!(
+            "note: {} is unfinished (killed), and a database store keeps finished runs only: it stays in this machine's working folder ({}), and the resumed run, stored, names it as its parent, which other machines and `runs` elsewhere do not hold",
+            rec.id,
+            store.root.display()
+        );
+    }
     let in_flight = rec.bundle.in_flight.as_ref();
     let at = rec.event_count() as u64;
     if args.common.json {
