@@ -157,7 +157,15 @@ fn a_viewer_gets_only_the_redacted_view_from_every_cli_reader_its_folder_and_sql
         o.expect_code(0);
         hides("a viewer's command", &format!("{o}"));
     }
-    assert!(shown[1].stdout.contains("REDACTED copy"), "{}", shown[1]);
+    // The store's run as a viewer reads it: a redacted view, not a copy
+    // someone made of it.
+    assert!(shown[1].stdout.contains("redacted view: "), "{}", shown[1]);
+    assert!(
+        !shown[1].stdout.contains("not the original"),
+        "{}",
+        shown[1]
+    );
+    assert_eq!(shown[2].json()["redacted_view"], true, "{}", shown[2]);
     for f in ["e.json", "r.json", "t.jsonl", "o.json"] {
         hides(f, &String::from_utf8_lossy(&std::fs::read(out(f)).unwrap()));
     }
