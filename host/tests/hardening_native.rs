@@ -1004,6 +1004,108 @@ fn a_native_agent_s_processes_end_when_worldline_is_killed() {
     }
 }
 
+/// The pid `file` holds once the agent wrote it (a started worldline may
+/// take seconds to get there on a loaded machine).
+fn pid_within(file: &Path, limit: Duration) -> i32 {
+    let began = Instant::now();
+    loop {
+        if let Some(pid) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(began.elapsed() < limit, "no pid in {}", file.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The working folder of a native run killed outright (SIGKILL) is removed
+/// by the next native run using the same temporary folder, and a live
+/// run's folder never is. It stayed behind for good: a killed worldline
+/// cannot remove it.
+#[test]
+fn a_killed_run_s_folder_is_swept_by_the_next_run_and_a_live_one_s_kept() {
+    let dir = temp_dir();
+    let (store, tmp) = (dir.path().join("store"), dir.path().join("tmp"));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let case = case_with(dir.path(), "long", "[limits]\ntimeout_ms = 60000\n");
+    let worlds = worlds();
+    let start = |script: String| {
+        cli()
+            .env("TMPDIR", &tmp)
+            .args([
+                os("run"),
+                case.as_os_str(),
+                os("--worlds"),
+                worlds.as_os_str(),
+                os("--store"),
+                store.as_os_str(),
+            ])
+            .args(["--exec", "--", "/bin/sh", "-c"])
+            .arg(script)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let sleeper = |pidfile: &Path| format!("echo $$ > {}; exec sleep 30", pidfile.display());
+    let folder_of = |pid: i32| std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();
+    let folders = || -> Vec<PathBuf> {
+        let mut all: Vec<PathBuf> = std::fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("worldline-")
+            })
+            .collect();
+        all.sort();
+        all
+    };
+    let (killed_pid, live_pid) = (dir.path().join("killed.pid"), dir.path().join("live.pid"));
+    let _reap = Reap(vec![killed_pid.clone(), live_pid.clone()]);
+    let mut killed = start(sleeper(&killed_pid));
+    let left = folder_of(pid_within(&killed_pid, Duration::from_secs(60)));
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    // Every process of the killed run gone (its keeper and agent worked
+    // in the folder), and the folder still there.
+    let gone = Instant::now();
+    while std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .any(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == left))
+    {
+        assert!(
+            gone.elapsed() < Duration::from_secs(30),
+            "the killed run's processes live on"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        folders(),
+        std::slice::from_ref(&left),
+        "the killed run left its folder"
+    );
+    // The next run sweeps it as it starts.
+    let mut live = start(sleeper(&live_pid));
+    let kept = folder_of(pid_within(&live_pid, Duration::from_secs(60)));
+    assert_eq!(folders(), std::slice::from_ref(&kept), "{left:?} is swept");
+    // A run beside the live one leaves the live one's folder alone.
+    start("exit 0".to_string()).wait().unwrap();
+    assert_eq!(
+        folders(),
+        std::slice::from_ref(&kept),
+        "the live run's folder is kept"
+    );
+    assert!(!process_gone(live.id() as i32));
+    live.kill().unwrap();
+    live.wait().unwrap();
+}
+
 /// A fuzz campaign of a native agent killed outright, its runs shared
 /// with worker processes: the workers end, and the agents under them.
 /// A worker read its closed pipe only between chunks, so it and its
