@@ -820,6 +820,42 @@ fn a_signal_to_a_native_run_reports_it_then_ends_the_command() {
     }
 }
 
+/// `fork --samples --agent` of a native run is refused before the agent
+/// named is read: it was loaded (compiled) first, so a file that is no
+/// component was reported instead of the run's refusal, and a real agent
+/// was compiled for nothing.
+#[test]
+fn fork_samples_of_a_native_run_is_refused_before_its_agent_is_loaded() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case_with(dir.path(), "c", PASSED_BY_DOING_NOTHING);
+    let run =
+        sh_run(&store, &case, &[], "echo '{}'", Duration::from_secs(120)).expect("the run ended");
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let not_an_agent = dir.path().join("agent.wasm");
+    std::fs::write(&not_an_agent, "no component").unwrap();
+    let fork = worldline(
+        &store,
+        [
+            "fork",
+            &id,
+            "--at",
+            "0",
+            "--samples",
+            "2",
+            "--agent",
+            not_an_agent.to_str().unwrap(),
+        ],
+    );
+    fork.expect_code(2);
+    assert!(
+        fork.stderr
+            .contains("is a native agent's run: --samples branches a WebAssembly agent's run"),
+        "{fork}"
+    );
+}
+
 /// `case from-run` of a run whose case names its agent beside it (`exec =
 /// ["/bin/sh", "agent.sh"]`), written to another folder: the regression
 /// case starts the agent and fails as the run did (the argument was copied
