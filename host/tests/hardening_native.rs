@@ -1065,7 +1065,7 @@ fn a_killed_run_s_folder_is_swept_by_the_next_run_and_a_live_one_s_kept() {
     let dir = temp_dir();
     let (store, tmp) = (dir.path().join("store"), dir.path().join("tmp"));
     std::fs::create_dir_all(&tmp).unwrap();
-    let case = case_with(dir.path(), "long", "[limits]\ntimeout_ms = 60000\n");
+    let case = case_with(dir.path(), "long", "[limits]\ntimeout_ms = 600000\n");
     let worlds = worlds();
     let start = |script: String| {
         cli()
@@ -1085,7 +1085,7 @@ fn a_killed_run_s_folder_is_swept_by_the_next_run_and_a_live_one_s_kept() {
             .spawn()
             .unwrap()
     };
-    let sleeper = |pidfile: &Path| format!("echo $$ > {}; exec sleep 30", pidfile.display());
+    let sleeper = |pidfile: &Path| format!("echo $$ > {}; exec sleep 300", pidfile.display());
     let folder_of = |pid: i32| std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();
     let folders = || -> Vec<PathBuf> {
         let mut all: Vec<PathBuf> = std::fs::read_dir(&tmp)
