@@ -103,6 +103,7 @@ fn row(i: i64) -> Row {
         tags: Vec::new(),
         size: 4096,
         chain_hash: Some(format!("{:064x}", i)),
+        rules: Some(worldline_log::log::rules::CURRENT),
     }
 }
 

@@ -77,6 +77,7 @@ fn row(i: i64, now: i64) -> Row {
         tags: Vec::new(),
         size: 8000,
         chain_hash: Some(format!("{i:064x}")),
+        rules: Some(worldline_log::log::rules::CURRENT),
     }
 }
 

@@ -820,6 +820,42 @@ fn a_signal_to_a_native_run_reports_it_then_ends_the_command() {
     }
 }
 
+/// `fork --samples --agent` of a native run is refused before the agent
+/// named is read: it was loaded (compiled) first, so a file that is no
+/// component was reported instead of the run's refusal, and a real agent
+/// was compiled for nothing.
+#[test]
+fn fork_samples_of_a_native_run_is_refused_before_its_agent_is_loaded() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case_with(dir.path(), "c", PASSED_BY_DOING_NOTHING);
+    let run =
+        sh_run(&store, &case, &[], "echo '{}'", Duration::from_secs(120)).expect("the run ended");
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let not_an_agent = dir.path().join("agent.wasm");
+    std::fs::write(&not_an_agent, "no component").unwrap();
+    let fork = worldline(
+        &store,
+        [
+            "fork",
+            &id,
+            "--at",
+            "0",
+            "--samples",
+            "2",
+            "--agent",
+            not_an_agent.to_str().unwrap(),
+        ],
+    );
+    fork.expect_code(2);
+    assert!(
+        fork.stderr
+            .contains("is a native agent's run: --samples branches a WebAssembly agent's run"),
+        "{fork}"
+    );
+}
+
 /// `case from-run` of a run whose case names its agent beside it (`exec =
 /// ["/bin/sh", "agent.sh"]`), written to another folder: the regression
 /// case starts the agent and fails as the run did (the argument was copied
@@ -1002,6 +1038,108 @@ fn a_native_agent_s_processes_end_when_worldline_is_killed() {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// The pid `file` holds once the agent wrote it (a started worldline may
+/// take seconds to get there on a loaded machine).
+fn pid_within(file: &Path, limit: Duration) -> i32 {
+    let began = Instant::now();
+    loop {
+        if let Some(pid) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(began.elapsed() < limit, "no pid in {}", file.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The working folder of a native run killed outright (SIGKILL) is removed
+/// by the next native run using the same temporary folder, and a live
+/// run's folder never is. It stayed behind for good: a killed worldline
+/// cannot remove it.
+#[test]
+fn a_killed_run_s_folder_is_swept_by_the_next_run_and_a_live_one_s_kept() {
+    let dir = temp_dir();
+    let (store, tmp) = (dir.path().join("store"), dir.path().join("tmp"));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let case = case_with(dir.path(), "long", "[limits]\ntimeout_ms = 600000\n");
+    let worlds = worlds();
+    let start = |script: String| {
+        cli()
+            .env("TMPDIR", &tmp)
+            .args([
+                os("run"),
+                case.as_os_str(),
+                os("--worlds"),
+                worlds.as_os_str(),
+                os("--store"),
+                store.as_os_str(),
+            ])
+            .args(["--exec", "--", "/bin/sh", "-c"])
+            .arg(script)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let sleeper = |pidfile: &Path| format!("echo $$ > {}; exec sleep 300", pidfile.display());
+    let folder_of = |pid: i32| std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();
+    let folders = || -> Vec<PathBuf> {
+        let mut all: Vec<PathBuf> = std::fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("worldline-")
+            })
+            .collect();
+        all.sort();
+        all
+    };
+    let (killed_pid, live_pid) = (dir.path().join("killed.pid"), dir.path().join("live.pid"));
+    let _reap = Reap(vec![killed_pid.clone(), live_pid.clone()]);
+    let mut killed = start(sleeper(&killed_pid));
+    let left = folder_of(pid_within(&killed_pid, Duration::from_secs(60)));
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    // Every process of the killed run gone (its keeper and agent worked
+    // in the folder), and the folder still there.
+    let gone = Instant::now();
+    while std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .any(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == left))
+    {
+        assert!(
+            gone.elapsed() < Duration::from_secs(30),
+            "the killed run's processes live on"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        folders(),
+        std::slice::from_ref(&left),
+        "the killed run left its folder"
+    );
+    // The next run sweeps it as it starts.
+    let mut live = start(sleeper(&live_pid));
+    let kept = folder_of(pid_within(&live_pid, Duration::from_secs(60)));
+    assert_eq!(folders(), std::slice::from_ref(&kept), "{left:?} is swept");
+    // A run beside the live one leaves the live one's folder alone.
+    start("exit 0".to_string()).wait().unwrap();
+    assert_eq!(
+        folders(),
+        std::slice::from_ref(&kept),
+        "the live run's folder is kept"
+    );
+    assert!(!process_gone(live.id() as i32));
+    live.kill().unwrap();
+    live.wait().unwrap();
 }
 
 /// A fuzz campaign of a native agent killed outright, its runs shared

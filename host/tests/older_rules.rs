@@ -288,3 +288,58 @@ fn a_later_worldline_s_run_is_refused_naming_the_command_and_verify_counts_it_ap
         "{out}"
     );
 }
+
+/// Each run's rules in `runs --json`, by id.
+fn listed_rules(store: &Path) -> Vec<(String, Value)> {
+    let out = wl(store, &[&"runs", &"--json"]);
+    out.expect_code(0);
+    let mut rows: Vec<(String, Value)> = out
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["run_id"].as_str().unwrap().to_string(),
+                r["rules"].clone(),
+            )
+        })
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    rows
+}
+
+/// `runs --json` gives each run's rules and `diff --json` each side's
+/// (neither said them: a store's runs under older rules could not be
+/// listed as such); a run index written before `rules` was a column
+/// (version 1) opens, its rows' rules read from their bundles.
+#[test]
+fn runs_and_diff_say_each_run_s_rules_and_an_older_index_learns_them() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (seven, zero) = (import(&store, NO_OUTPUT), import(&store, DOT_PATHS));
+    let mut want = vec![(seven.clone(), Value::from(7)), (zero.clone(), 0.into())];
+    want.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(listed_rules(&store), want);
+    let diff = wl(&store, &[&"diff", &seven, &zero, &"--json"]);
+    diff.expect_code(1);
+    assert_eq!(diff.json()["rules"], serde_json::json!([7, 0]), "{diff}");
+    // The index as a worldline before `rules` wrote it.
+    let index = store.join("index.sqlite");
+    let sql = |script: &str| {
+        let out = std::process::Command::new("python3")
+            .arg("-c")
+            .arg(format!(
+                "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); {script}; c.commit(); c.close()"
+            ))
+            .arg(&index)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    sql("c.execute('ALTER TABLE runs DROP COLUMN rules'); c.execute('PRAGMA user_version=1')");
+    assert_eq!(listed_rules(&store), want);
+    let version = "print(c.execute('PRAGMA user_version').fetchone()[0])";
+    assert_eq!(sql(version).trim(), "2");
+}

@@ -755,6 +755,7 @@ fn the_databases_run_index_is_what_runs_lists_and_a_viewer_may_read_it() {
                 r["signature"],
                 r["events"],
                 r["parent"].as_str().map(|p| p.split('@').next().unwrap()),
+                r["rules"],
             ])
         })
         .collect();
@@ -764,7 +765,7 @@ fn the_databases_run_index_is_what_runs_lists_and_a_viewer_may_read_it() {
     let sql = format!(
         "SELECT json_agg(json_build_array(run_id,
              to_char(created AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),
-             case_name, world, status, grade, outcome, signature, events, parent) ORDER BY run_id)
+             case_name, world, status, grade, outcome, signature, events, parent, rules) ORDER BY run_id)
          FROM {}.run_index",
         t.schema
     );
@@ -773,6 +774,9 @@ fn the_databases_run_index_is_what_runs_lists_and_a_viewer_may_read_it() {
     let got: Vec<serde_json::Value> = serde_json::from_str(&got).unwrap();
     assert_eq!(got, want);
     let outcomes: Vec<&str> = got.iter().map(|r| r[6].as_str().unwrap()).collect();
+    // Each run's rules, in both (neither had them).
+    let current = worldline_log::log::rules::CURRENT;
+    assert!(got.iter().all(|r| r[10] == current), "{got:?}");
     assert!(
         outcomes.contains(&"passed") && outcomes.contains(&"failed"),
         "{outcomes:?}"

@@ -1033,3 +1033,47 @@ timeout_ms = 86_400_000
         page.body
     );
 }
+
+/// `runs --json`, `diff --json` and the database's `run_index` give the
+/// rules each run ran under (none of them did); a schema from before
+/// `rules` (version 7), upgraded by `migrate`, gives the runs stored
+/// before it theirs, read from their headers.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn each_run_s_rules_are_listed_and_an_upgraded_schema_gives_them() {
+    let pg = cluster();
+    let schema = fresh_schema();
+    let store = PathBuf::from(pg.store_in(&schema));
+    let seven = common::imported_fixture(&store, "before-rules-8", "no-output.json");
+    let zero = common::imported_fixture(&store, "before-rules", "dot-paths.json");
+    let mut want = vec![format!("{seven} 7"), format!("{zero} 0")];
+    want.sort();
+    // The schema as version 7 left it.
+    pg.psql(&format!(
+        "SET search_path TO {schema}; DROP VIEW run_index; {} DELETE FROM schema_version WHERE version >= 8",
+        include_str!("../../crates/pgstore/src/migrations/0007-run-index-footer.sql")
+    ));
+    worldline(&store, ["runs", "--json"]).expect_code(2);
+    worldline(&store, ["migrate", "--json"]).expect_code(0);
+    let view = pg.psql(&format!(
+        "SELECT run_id || ' ' || rules FROM {schema}.run_index ORDER BY run_id"
+    ));
+    assert_eq!(view.lines().collect::<Vec<_>>(), want);
+    let listed = worldline(&store, ["runs", "--json"]);
+    listed.expect_code(0);
+    let mut got: Vec<String> = listed
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| format!("{} {}", r["run_id"].as_str().unwrap(), r["rules"]))
+        .collect();
+    got.sort();
+    assert_eq!(got, want, "{listed}");
+    let diff = worldline(&store, ["diff", &seven, &zero, "--json"]);
+    diff.expect_code(1);
+    assert_eq!(diff.json()["rules"], serde_json::json!([7, 0]), "{diff}");
+}

@@ -690,10 +690,10 @@ fn a_negative_price_is_placed_at_its_value() {
 }
 
 /// What the project file gives is blamed on it, at the key's line: a
-/// `worlds` that is no folder, an `api_key_env` not set and a `recording`
-/// not there were each said to be the case's (`cases/c.toml:1:9: world
-/// not found`, "relative to the case file"), and `check` said nothing of
-/// the recording.
+/// `worlds` that is no folder (to every command that reads cases against
+/// it), an `api_key_env` not set and a `recording` not there were each
+/// said to be the case's (`cases/c.toml:1:9: world not found`, "relative
+/// to the case file"), and `check` said nothing of the recording.
 #[test]
 fn what_the_project_file_gives_is_blamed_on_it() {
     let dir = temp_dir();
@@ -711,6 +711,15 @@ fn what_the_project_file_gives_is_blamed_on_it() {
         vec!["run", "cases/probe.toml"],
         vec!["test", "cases"],
         vec!["fuzz", "cases/probe.toml", "--json"],
+        // Those that read cases against it too (each case was told its
+        // world is not there; `grade` first said the run was not).
+        vec!["validate", "cases"],
+        vec![
+            "grade",
+            "20260101-000000-00000000",
+            "--case",
+            "cases/probe.toml",
+        ],
     ] {
         let out = worldline_at(p, &args, &[]);
         out.expect_code(2);

@@ -140,6 +140,18 @@ pub fn read(file: &Path) -> Result<(Project, Vec<InputError>), Vec<InputError>> 
     let text =
         InputError::utf8(file, read_toml_bytes(file).map_err(|e| vec![e])?).map_err(|e| vec![e])?;
     let (doc, mut problems) = crate::sections::read::<ProjectToml>(file, &text, &[])?;
+    // A `jobs` past TOML's integers is refused as the file is read: said
+    // as any other `jobs` out of range is (it read as TOML's limits).
+    for p in &mut problems {
+        let past = (p.message.strip_prefix("jobs: invalid value: integer "))
+            .and_then(|rest| rest.split_once(" is past TOML's integers"));
+        if let Some((n, _)) = past {
+            p.message = format!(
+                "jobs must be a whole number from 1 to {MAX_JOBS}, not {}",
+                n.trim_matches('`')
+            );
+        }
+    }
     let dir = file.parent().unwrap_or(Path::new("."));
     let path = |p: &toml::Spanned<String>| dir.join(p.get_ref());
     // An empty path would name this file's own folder: a store made in
@@ -470,6 +482,15 @@ mod tests {
         let e = load(&file).unwrap_err().to_string();
         assert!(
             e.ends_with(":1:8: jobs must be a whole number from 1 to 1024, not \"4\""),
+            "{e}"
+        );
+        // Past TOML's integers, the same (it said TOML's limits instead).
+        std::fs::write(&file, "jobs = 99999999999999999999\n").unwrap();
+        let e = load(&file).unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                ":1:8: jobs must be a whole number from 1 to 1024, not 99999999999999999999"
+            ),
             "{e}"
         );
     }

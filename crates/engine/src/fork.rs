@@ -120,6 +120,18 @@ pub fn fork(
     kept_if_followed(store, outcome, at)
 }
 
+/// Why `rec` cannot be branched (`--samples`), if it cannot: a native
+/// agent's run (a served episode and an MCP session are native runs too).
+/// Asked before another agent is compiled.
+pub fn samples_refused(rec: &RecordedRun) -> Option<InputError> {
+    rec.bundle.header.native.is_some().then(|| {
+        InputError::new(
+            &rec.path,
+            "is a native agent's run: --samples branches a WebAssembly agent's run (fork it once per continuation instead)",
+        )
+    })
+}
+
 /// Why `rec` forks with no other agent than its own, if it does not: a
 /// served episode or an MCP session (its client's recorded steps) and a
 /// native run (its command). Asked before another agent is compiled.
@@ -350,12 +362,8 @@ pub fn branch(
 ) -> Result<u64> {
     let notes = check::check(store, rec, at, &edits)?;
     let edits = shaped(rec, at, edits);
-    if rec.bundle.header.native.is_some() {
-        return Err(InputError::new(
-            &rec.path,
-            "is a native agent's run: --samples branches a WebAssembly agent's run (fork it once per continuation instead)",
-        )
-        .into());
+    if let Some(refused) = samples_refused(rec) {
+        return Err(refused.into());
     }
     for note in notes.into_iter().chain(rules_note(rec)) {
         each(Made::Note(note))?;

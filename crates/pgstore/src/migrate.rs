@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0005-gc-leases.sql"),
     include_str!("migrations/0006-run-index.sql"),
     include_str!("migrations/0007-run-index-footer.sql"),
+    include_str!("migrations/0008-run-index-rules.sql"),
 ];
 
 /// The schema version this worldline reads and writes.

@@ -20,6 +20,8 @@ pub struct Side<'a> {
     pub events: usize,
     /// What the run returned.
     pub output: Option<&'a str>,
+    /// The rules it ran under (decision 0423).
+    pub rules: u32,
 }
 
 /// Two runs compared.
@@ -155,8 +157,8 @@ pub fn learn(r: &mut Redactor, runs: [&mut Held; 2]) {
 }
 
 /// `diff --json`: the first divergence (each side's call, request,
-/// response and writes), the final states' difference and each run's
-/// output.
+/// response and writes), the final states' difference, each run's
+/// output and the rules each ran under.
 pub fn json(c: &Compared<'_>) -> Value {
     let side = |e: Option<&Event>| {
         e.map(|e| json!({"call": e.call, "request": e.request, "response": e.response, "writes": e.writes, "effect": e.effect, "injected": e.injected, "vtime_ns": e.vtime_ns}))
@@ -168,6 +170,7 @@ pub fn json(c: &Compared<'_>) -> Value {
         "final_state_diff": c.state,
         "outputs": [c.a.output, c.b.output],
         "redacted_view": c.redacted_view,
+        "rules": [c.a.rules, c.b.rules],
     })
 }
 

@@ -19,6 +19,9 @@ struct RunRow<'a> {
     /// `<parent id>@<fork event>`.
     parent: Option<String>,
     pinned: bool,
+    /// The rules it ran under (decision 0423); null for a bundle whose
+    /// header cannot be read.
+    rules: Option<u32>,
     run_id: &'a str,
     seed: u64,
     signature: Option<&'a str>,
@@ -94,6 +97,7 @@ impl<W: Write> Listing<W> {
                 outcome: &r.outcome,
                 parent: parent(r),
                 pinned,
+                rules: r.rules,
                 run_id: &r.run_id,
                 seed: r.seed,
                 signature: r.signature.as_deref(),

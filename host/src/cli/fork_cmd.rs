@@ -147,6 +147,11 @@ fn branch(
     if let Some(refused) = fork::key_refused(rec, "fork") {
         return Err(refused.into());
     }
+    // Refused before the agent named is read and compiled (it was
+    // compiled first, then the run refused).
+    if let Some(refused) = fork::samples_refused(rec) {
+        return Err(refused.into());
+    }
     let edits = fork::check::EditText {
         respond: args.respond.clone(),
         allow: args.allow.clone(),

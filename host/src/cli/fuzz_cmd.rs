@@ -294,11 +294,7 @@ fn run(
             let mut shown = shown.lock().expect("reporters lock");
             let (progress, lines) = &mut *shown;
             if let CampaignEvent::Interrupted { signal } = e {
-                bar.suspend(|| {
-                    eprintln!(
-                        "{signal}: starting no more runs; the report follows once the runs under way end (again to end at once)"
-                    )
-                });
+                bar.suspend(|| eprintln!("{}", super::stopping::notice(signal, "runs")));
             }
             if let Some(message) = progress.campaign(e, elapsed) {
                 bar.inc(1);

@@ -260,11 +260,13 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
             run: &a.id,
             events: sides.events[0],
             output: sides.outputs[0].as_deref(),
+            rules: a.rules,
         },
         b: compare::Side {
             run: &b.id,
             events: sides.events[1],
             output: sides.outputs[1].as_deref(),
+            rules: b.rules,
         },
         first: sides.first,
         state: &sides.state,

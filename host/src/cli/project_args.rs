@@ -120,8 +120,12 @@ pub fn apply(
         },
     };
     // A `worlds` the file gave that is no folder is the file's mistake, at
-    // its line (each case was told its world is not there).
-    let runs = matches!(command.as_deref(), Some("run" | "test" | "fuzz"));
+    // its line (each case was told its world is not there), for every
+    // command that reads cases against it (`check` reports it itself).
+    let runs = matches!(
+        command.as_deref(),
+        Some("run" | "test" | "fuzz" | "grade" | "validate")
+    );
     if let Some(e) = (loaded.as_ref()).and_then(|p| p.missing_worlds().filter(|_| runs))
         && !flag_given(&argv, "worlds")
     {

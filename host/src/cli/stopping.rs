@@ -1,5 +1,5 @@
 //! A first SIGINT or SIGTERM to a command that reports as it goes
-//! (`verify`, `fork --samples`), handled as `test` and `fuzz` handle it:
+//! (`verify`, `fork --samples`, `repro`), handled as `test` and `fuzz` handle it:
 //! the command begins nothing more, what is under way ends (written
 //! whole), the report of what was done is written and closed with
 //! `interrupted`, then the signal ends the process (exit 130 or 143 in a
@@ -9,6 +9,15 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use worldline_engine::native::Interrupt;
+
+/// What a command that reports as it goes (these, `test`, `fuzz`) says on
+/// stderr at the first signal: it begins no more `what` (`cases`,
+/// `replays`), and the report follows once those under way end.
+pub fn notice(signal: &str, what: &str) -> String {
+    format!(
+        "{signal}: starting no more {what}; the report follows once the {what} under way end (again to end at once)"
+    )
+}
 
 /// The signal caught while the command's work goes on.
 pub struct Stopping {
@@ -33,10 +42,7 @@ impl Stopping {
     pub fn seen(&self) -> Option<&'static str> {
         let signal = self.interrupt.signal()?;
         if !self.said.swap(true, Ordering::SeqCst) {
-            eprintln!(
-                "{signal}: starting no more {}; the report follows once those under way end (again to end at once)",
-                self.what
-            );
+            eprintln!("{}", notice(signal, self.what));
         }
         Some(signal)
     }

@@ -506,11 +506,7 @@ fn run(
         let mut shown = shown.lock().expect("reporters lock");
         let (progress, lines) = &mut *shown;
         if let SuiteEvent::Interrupted { signal } = e {
-            bar.suspend(|| {
-                eprintln!(
-                    "{signal}: starting no more cases; the report follows once the runs under way end (again to end at once)"
-                )
-            });
+            bar.suspend(|| eprintln!("{}", super::stopping::notice(signal, "cases")));
         }
         if let Some(message) = progress.suite(e) {
             bar.inc(1);

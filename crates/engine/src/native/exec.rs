@@ -212,10 +212,7 @@ fn serve_and_run(handle: &Handle, case: &Case, exec: &Exec) -> Result<Exit> {
         .enable_time()
         .build()?;
     let token = super::random_token()?;
-    let workdir = tempfile::Builder::new()
-        .prefix("worldline-run-")
-        .tempdir()
-        .context("creating the run's working directory")?;
+    let workdir = super::workdir::Workdir::make()?;
     let (dir, key) = (workdir.path(), token.as_str());
     let exit = std::thread::scope(|s| {
         let (bound, listener) = std::sync::mpsc::channel();

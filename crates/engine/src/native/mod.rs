@@ -26,6 +26,7 @@ pub(crate) mod stdio;
 pub(crate) mod telemetry;
 mod tree;
 pub(crate) mod tunnel;
+mod workdir;
 
 use worldline_case::case::Case;
 use worldline_log::log::bundle::{Header, NativeAgent};

@@ -229,6 +229,10 @@ impl Index {
                     })?;
                     tx.execute_batch(&format!("PRAGMA user_version={}", schema::VERSION))?;
                 }
+                1 => {
+                    schema::add_rules(&tx, &index.runs_dir)?;
+                    tx.execute_batch(&format!("PRAGMA user_version={}", schema::VERSION))?;
+                }
                 v if v == schema::VERSION => {}
                 other => {
                     return Err(Unusable(format!(

@@ -43,6 +43,10 @@ pub struct Row {
     /// Bytes of the bundle file.
     pub size: u64,
     pub chain_hash: Option<String>,
+    /// The rules the run ran under (decision 0423): its header's, 0 for a
+    /// header without them (recorded before there were rules); none for
+    /// a bundle whose header cannot be read.
+    pub rules: Option<u32>,
 }
 
 /// Unix seconds of a run id `YYYYMMDD-HHMMSS-xxxxxxxx`, if it is one.
@@ -130,6 +134,7 @@ impl Row {
             tags: Vec::new(),
             size,
             chain_hash: None,
+            rules: None,
         }
     }
 
@@ -190,6 +195,7 @@ impl Row {
             tags,
             size,
             chain_hash: f.map(|f| f.chain_hash.clone()),
+            rules: Some(h.rules.unwrap_or(0)),
         }
     }
 }
@@ -217,6 +223,7 @@ pub(crate) fn sample(i: i64) -> Row {
         tags: Vec::new(),
         size: 1,
         chain_hash: None,
+        rules: Some(worldline_log::log::rules::CURRENT),
     }
 }
 

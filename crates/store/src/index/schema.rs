@@ -5,9 +5,12 @@
 use super::row::Row;
 use anyhow::Result;
 use rusqlite::{Connection, params};
+use std::path::Path;
+use worldline_log::log::bundle;
 
-/// The schema version (`PRAGMA user_version`); another one is rebuilt.
-pub(super) const VERSION: i64 = 1;
+/// The schema version (`PRAGMA user_version`): 2 added `rules`
+/// ([`add_rules`]); another one is rebuilt.
+pub(super) const VERSION: i64 = 2;
 
 /// The tables and their indexes. `runs_created`, `runs_case` and
 /// `runs_outcome` end in `created` (and, as every index of a table
@@ -32,7 +35,8 @@ CREATE TABLE IF NOT EXISTS runs (
   fork_event INTEGER,
   tags TEXT NOT NULL,
   size INTEGER NOT NULL,
-  chain_hash TEXT
+  chain_hash TEXT,
+  rules INTEGER
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS runs_created ON runs(created, id);
 CREATE INDEX IF NOT EXISTS runs_case ON runs(case_name, created);
@@ -42,7 +46,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITH
 ";
 
 /// The columns [`Row`]s are read from, in [`row_of`]'s order.
-pub(crate) const COLUMNS: &str = "id, created, case_name, world, agent, case_hash, world_hash, seed, status, grade, outcome, signature, events, parent, fork_event, tags, size, chain_hash";
+pub(crate) const COLUMNS: &str = "id, created, case_name, world, agent, case_hash, world_hash, seed, status, grade, outcome, signature, events, parent, fork_event, tags, size, chain_hash, rules";
 
 /// Add or replace the row of a run.
 pub(super) fn upsert(conn: &Connection, r: &Row) -> Result<()> {
@@ -53,7 +57,7 @@ pub(super) fn upsert(conn: &Connection, r: &Row) -> Result<()> {
 pub(super) fn insert(conn: &Connection, r: &Row, verb: &str) -> Result<()> {
     conn.execute(
         &format!(
-            "{verb} INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
+            "{verb} INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
         ),
         params![
             r.run_id,
@@ -74,6 +78,7 @@ pub(super) fn insert(conn: &Connection, r: &Row, verb: &str) -> Result<()> {
             r.tags.join(" "),
             r.size as i64,
             r.chain_hash,
+            r.rules,
         ],
     )?;
     Ok(())
@@ -101,5 +106,28 @@ pub(crate) fn row_of(r: &rusqlite::Row) -> rusqlite::Result<Row> {
         tags: tags.split_whitespace().map(String::from).collect(),
         size: r.get::<_, i64>(16)? as u64,
         chain_hash: r.get(17)?,
+        rules: r.get(18)?,
     })
+}
+
+/// Bring an index of version 1 (written before `rules` was a column) to
+/// version 2 inside the opening transaction: the column added, each
+/// row's rules read from its bundle's header (0 for a header without
+/// them; none for a bundle gone or unreadable, as a broken row has), so
+/// an index written before opens with every row whole, reading each
+/// header once rather than every bundle whole as a rebuild would.
+pub(super) fn add_rules(tx: &Connection, runs_dir: &Path) -> Result<()> {
+    tx.execute_batch("ALTER TABLE runs ADD COLUMN rules INTEGER")?;
+    let ids: Vec<String> = tx
+        .prepare("SELECT id FROM runs WHERE status <> 'broken' ORDER BY id")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut set = tx.prepare("UPDATE runs SET rules = ?1 WHERE id = ?2")?;
+    for id in ids {
+        let header = bundle::read_header(&runs_dir.join(format!("{id}.jsonl")));
+        if let Ok(h) = header {
+            set.execute(params![h.rules.unwrap_or(0), id])?;
+        }
+    }
+    Ok(())
 }

@@ -119,6 +119,7 @@ mod tests {
             tags: Vec::new(),
             size: 0,
             chain_hash: None,
+            rules: None,
         }
     }
 
