@@ -687,3 +687,124 @@ fn a_run_exported_and_made_a_case_keeps_its_seed() {
         "{readme}"
     );
 }
+
+/// A case whose user a model plays (scripted, so no network), talking with
+/// the `looper-agent`, which reads the documents the user asks for.
+const TALKING: &str = r#"world = "library@v1"
+seed = 11
+clock = 2026-03-01T12:00:00Z
+task = { prompt = "Read what the user asks for.", talk = true }
+
+[user]
+played_by = "model"
+persona = "You want documents read, one at a time."
+max_turns = 5
+
+[user.model]
+provider = "scripted"
+responses = ["Sorry?"]
+
+[[user.model.rules]]
+contains = "D-0 read"
+reply = "Now read D-1."
+
+[[user.model.rules]]
+contains = "D-1 read"
+reply = "[SATISFIED] That is all, thanks."
+
+[[model.responses]]
+tool_calls = [{ name = "get_doc", arguments = { id = "D-0" } }]
+
+[[model.responses]]
+content = "D-0 read. Anything else?"
+
+[[model.responses]]
+tool_calls = [{ name = "get_doc", arguments = { id = "D-1" } }]
+
+[[model.responses]]
+content = "D-1 read. Anything else?"
+"#;
+
+/// What each side said in a run: the agent's message and the user's
+/// answer at each `user.say`, and each tool call's request.
+fn conversation(bundle: &Path) -> Vec<Value> {
+    (common::read_bundle(bundle).events.into_iter())
+        .filter_map(|e| match e["call"].as_str()? {
+            "worldline:agent/user.say" => Some(serde_json::json!({
+                "said": e["request"]["message"],
+                "reply": e["response"]["reply"],
+                "ended": e["response"]["ended"],
+            })),
+            "worldline:agent/tools.call" => Some(serde_json::json!({"call": e["request"]})),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A run whose user a model plays goes through `otel --content` and
+/// `case from-trace` and runs again the same: each of the user's turns is
+/// an `invoke_agent user` span, read back as a scripted user's rule. The
+/// turns were not exported, so the case had no user and its agent was
+/// told "this case has no [user]" at its first message.
+#[test]
+fn a_model_played_user_s_run_goes_through_a_trace_and_back() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (worlds, _) = common::long::write(dir.path(), 3);
+    let case = write_case(dir.path(), "talking", TALKING);
+    let agent = guest("looper-agent");
+    let run = |case: &Path, worlds: &Path| {
+        let out = worldline(
+            &store,
+            [
+                "run",
+                s(case),
+                "--agent",
+                s(&agent),
+                "--worlds",
+                s(worlds),
+                "--json",
+            ],
+        );
+        out.expect_code(0);
+        out
+    };
+    let first = run(&case, &worlds);
+    let id = first.json()["run_id"].as_str().unwrap().to_string();
+    let output = first.json()["output"].clone();
+    let said: Value = serde_json::from_str(output.as_str().unwrap()).unwrap();
+    assert_eq!(said["satisfied"], true, "{first}");
+    assert_eq!(said["ended"], "That is all, thanks.", "{first}");
+
+    let trace = dir.path().join("trace.pb");
+    worldline(&store, ["otel", &id, "--content", "-o", s(&trace)]).expect_code(0);
+    let out = dir.path().join("made");
+    let made = worldline(
+        &store,
+        ["case", "from-trace", s(&trace), "-o", s(&out), "--json"],
+    );
+    made.expect_code(0);
+    assert_eq!(made.json()["model_calls"], 4, "{made}");
+    assert_eq!(made.json()["user_turns"], 2, "{made}");
+    let made_case = PathBuf::from(made.json()["case"].as_str().unwrap());
+    let text = std::fs::read_to_string(&made_case).unwrap();
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    assert_eq!(
+        table["user"]["played_by"].as_str(),
+        Some("scripted"),
+        "{text}"
+    );
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(
+        readme.contains("The simulated user's turns (2)"),
+        "{readme}"
+    );
+
+    let again = run(&made_case, &out.join("worlds"));
+    assert_eq!(again.json()["output"], output, "{again}\n{text}");
+    assert_eq!(
+        conversation(&again.bundle()),
+        conversation(&first.bundle()),
+        "{text}"
+    );
+}

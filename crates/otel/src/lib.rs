@@ -1,6 +1,7 @@
 //! OpenTelemetry export of recorded runs (`worldline otel`), following the
 //! GenAI semantic conventions: one `invoke_agent` span per run, a child
-//! `execute_tool` span per tool call and a `chat` span per model call, span
+//! `execute_tool` span per tool call, a `chat` span per model call and an
+//! `invoke_agent user` span per turn of a simulated user ([`user`]), span
 //! events for injected and fuzz faults, and `worldline.*` attributes (run
 //! id, seq, effect, event and chain hashes, grade).
 //!
@@ -17,6 +18,7 @@
 #![deny(unreachable_pub)]
 
 pub mod send;
+mod user;
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{
@@ -71,6 +73,16 @@ fn texts<S: Into<String>>(key: &str, vs: impl IntoIterator<Item = S>) -> KeyValu
         key: key.into(),
         value: Some(AnyValue {
             value: Some(any_value::Value::ArrayValue(ArrayValue { values })),
+        }),
+        ..KeyValue::default()
+    }
+}
+
+fn flag(key: &str, v: bool) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::BoolValue(v)),
         }),
         ..KeyValue::default()
     }
@@ -312,6 +324,8 @@ struct Described {
 
 /// `None` for other host calls (clocks, randomness, streams), which stay
 /// in the log. `call_id`: the id of the model's call a tool call answers.
+/// A user's turn is a span too (a model-played user's turns were left
+/// out, so `case from-trace` could not read such a run).
 fn describe(e: &Event, opts: &Options, call_id: Option<String>) -> Option<Described> {
     let ((name, attrs), error) = match e.typed() {
         Call::ToolsCall { request, response } => (
@@ -320,6 +334,11 @@ fn describe(e: &Event, opts: &Options, call_id: Option<String>) -> Option<Descri
         ),
         Call::ModelComplete { request, response } => {
             (model_span(&request, &response, opts), response.error)
+        }
+        Call::UserSay { request, response } => {
+            let mark = e.mark();
+            let by = mark.as_ref().map(|m| &m.by);
+            (user::span(&request, &response, by, opts), None)
         }
         _ => return None,
     };

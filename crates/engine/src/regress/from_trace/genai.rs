@@ -41,6 +41,23 @@ pub(crate) struct ToolCall {
     pub result: Option<Value>,
 }
 
+/// A simulated user's turn: a span `worldline otel` writes for each
+/// `user.say` (`invoke_agent user`, with `worldline.user.played_by`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct UserTurn {
+    /// The turn's number (`worldline.user.turn`; none for a fork's answer).
+    pub turn: Option<u64>,
+    /// `worldline.user.played_by`: model, script, stand-in, fork, ...
+    pub played_by: String,
+    /// The user's reply (its output message), when they answered and the
+    /// content was captured.
+    pub reply: Option<String>,
+    /// How they left: the reason (when captured) and whether satisfied.
+    pub ended: Option<(Option<String>, bool)>,
+    /// The virtual time the model playing the user took.
+    pub latency_ms: Option<u64>,
+}
+
 /// A tool the agent declared.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ToolDef {
@@ -54,6 +71,8 @@ pub(crate) struct ToolDef {
 pub(crate) struct Run {
     pub model_calls: Vec<ModelCall>,
     pub tool_calls: Vec<ToolCall>,
+    /// A simulated user's turns, in the order they started.
+    pub user_turns: Vec<UserTurn>,
     /// By name, first definition kept.
     pub tools: BTreeMap<String, ToolDef>,
     pub start_ns: u64,
@@ -356,6 +375,34 @@ fn messages_in(span: &Span, key: &str, run: &mut Run) -> Option<Vec<Value>> {
             run.damage(span, &what, &unread(&other, "a JSON list of messages"));
             None
         }
+    }
+}
+
+/// A simulated user's turn from its `invoke_agent user` span.
+fn user_turn(span: &Span, run: &mut Run) -> UserTurn {
+    let reply = messages_in(span, "gen_ai.output.messages", run)
+        .and_then(|out| out.into_iter().next())
+        .and_then(|m| text_of(m.get("message").unwrap_or(&m)));
+    let ended = (span.attrs.get("worldline.user.ended") == Some(&Value::Bool(true))).then(|| {
+        let reason = span.text("worldline.user.end_reason").map(String::from);
+        let satisfied = span.attrs.get("worldline.user.satisfied") == Some(&Value::Bool(true));
+        (reason, satisfied)
+    });
+    UserTurn {
+        turn: span
+            .attrs
+            .get("worldline.user.turn")
+            .and_then(Value::as_u64),
+        played_by: span
+            .text("worldline.user.played_by")
+            .unwrap_or("")
+            .to_string(),
+        reply,
+        ended,
+        latency_ms: span
+            .attrs
+            .get("worldline.virtual_latency_ms")
+            .and_then(Value::as_u64),
     }
 }
 
@@ -678,6 +725,9 @@ pub(crate) fn run_of(spans: &[Span]) -> Run {
                 arguments: s.attrs.get("input.value").map(parsed),
                 result: s.attrs.get("output.value").map(result_of),
             });
+        } else if op == "invoke_agent" && s.attrs.contains_key("worldline.user.played_by") {
+            let turn = user_turn(s, &mut run);
+            run.user_turns.push(turn);
         } else if op == "execute_tool"
             || (op.is_empty() && s.attrs.contains_key("gen_ai.tool.name"))
         {
