@@ -27,6 +27,12 @@ impl Drop for Receiver {
 
 impl Receiver {
     pub(crate) fn start(dir: &Path) -> Receiver {
+        Receiver::start_with(dir, None)
+    }
+
+    /// [`Receiver::start`] refusing a body larger than `max_body` bytes
+    /// (413), as a collector's `max_request_body_size` does.
+    pub(crate) fn start_with(dir: &Path, max_body: Option<usize>) -> Receiver {
         let probe = Command::new("python3")
             .args([
                 "-c",
@@ -46,6 +52,7 @@ impl Receiver {
             .arg(workspace_root().join("tests/otel/receiver.py"))
             .arg(&port_file)
             .arg(&out)
+            .args(max_body.map(|n| n.to_string()))
             .spawn()
             .expect("start the receiver");
         let started = Instant::now();
@@ -77,6 +84,17 @@ impl Receiver {
             .unwrap_or_default()
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// The size of each request's body received so far.
+    pub(crate) fn body_sizes(&self) -> Vec<usize> {
+        let mut path = self.out.clone().into_os_string();
+        path.push(".bytes");
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.parse().unwrap())
             .collect()
     }
 }
@@ -807,4 +825,83 @@ fn a_model_played_user_s_run_goes_through_a_trace_and_back() {
         conversation(&first.bundle()),
         "{text}"
     );
+}
+
+/// A long run's export goes in batches, as the OpenTelemetry SDK's
+/// BatchSpanProcessor sends spans: at most 512 spans and 4 MiB a request,
+/// so a receiver that refuses a larger body (413) takes every span; to a
+/// file the batches go one after another, and `case from-trace` reads
+/// every one. It was one request past 64 MiB, which the receiver refused
+/// and `case from-trace` refused as too large.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_long_run_is_exported_in_batches_a_receiver_takes_and_read_back_whole() {
+    // 270 model calls that each send the whole conversation: past 64 MiB
+    // with `--content`, and 540 spans.
+    const N: usize = 270;
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (worlds, case) = common::long::write(dir.path(), N);
+    let (_, _, ran) = common::long::record(&store, &worlds, &case);
+    let id = ran["run_id"].as_str().unwrap();
+    let receiver = Receiver::start_with(dir.path(), Some(4 << 20));
+    let export = |content: bool| {
+        let mut args = vec!["otel", id, "--endpoint"];
+        let endpoint = receiver.endpoint();
+        args.push(&endpoint);
+        args.push("--json");
+        if content {
+            args.push("--content");
+        }
+        let out = worldline(&store, &args);
+        out.expect_code(0);
+        out.json().clone()
+    };
+    let check = |summary: &Value, from: usize| {
+        let got = &receiver.received()[from..];
+        let sizes = &receiver.body_sizes()[from..];
+        assert_eq!(
+            summary["requests"].as_u64(),
+            Some(got.len() as u64),
+            "{summary}"
+        );
+        let per: Vec<usize> = got.iter().map(|d| spans(d).len()).collect();
+        assert!(per.iter().all(|n| *n <= 512), "{per:?}");
+        assert!(sizes.iter().all(|b| *b <= 4 << 20), "{sizes:?}");
+        let all: Vec<Value> = got.iter().flat_map(spans).collect();
+        assert_eq!(
+            all.len(),
+            2 * N,
+            "a root, {N} chat and {} tool spans",
+            N - 1
+        );
+        assert_eq!(summary["spans"].as_u64(), Some(all.len() as u64));
+        assert!(all.iter().all(|s| s["traceId"] == all[0]["traceId"]));
+        let mut ids: Vec<&str> = all.iter().map(|s| s["spanId"].as_str().unwrap()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), all.len(), "each span sent once");
+        (got.len(), sizes.iter().sum::<usize>())
+    };
+    // Without content: 540 small spans, two requests by their count.
+    let (requests, _) = check(&export(false), 0);
+    assert_eq!(requests, 2);
+    // With content: past 64 MiB in all, in requests of 4 MiB at most.
+    let (_, bytes) = check(&export(true), requests);
+    assert!(bytes > 64 << 20, "{bytes} bytes");
+
+    let trace = dir.path().join("long.pb");
+    worldline(&store, ["otel", id, "--content", "-o", s(&trace)]).expect_code(0);
+    assert!(std::fs::metadata(&trace).unwrap().len() > 64 << 20);
+    let out = dir.path().join("made");
+    let made = worldline(
+        &store,
+        ["case", "from-trace", s(&trace), "-o", s(&out), "--json"],
+    );
+    made.expect_code(0);
+    assert_eq!(made.json()["model_calls"], N, "{made}");
+    assert_eq!(made.json()["tool_calls"], N - 1, "{made}");
 }

@@ -459,8 +459,21 @@ fn bad_trace_files_are_exit_2_and_write_nothing() {
         no_content.to_string().as_bytes(),
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
     );
-    let huge = vec![b' '; (64 << 20) + 1];
-    check("huge.json", &huge, "64 MiB");
+    // Past the bound (1 GiB: a long run's batches fit), refused by its
+    // size before it is read (a sparse file: nothing is written).
+    let huge = dir.path().join("huge.json");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len((1 << 30) + 1)
+        .unwrap();
+    let out = dir.path().join("out-huge");
+    let r = from_trace(&store, &[huge.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+    r.expect_code(2);
+    assert!(
+        r.stderr.contains("huge.json") && r.stderr.contains("1024 MiB"),
+        "{r}"
+    );
+    assert!(!out.exists());
 }
 
 /// The pinned third-party packages the instrumented Python agent runs on.

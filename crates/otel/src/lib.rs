@@ -474,16 +474,63 @@ fn fault_events(e: &Event, at: u64) -> Vec<span::Event> {
     }]
 }
 
-/// The OTLP request carrying the spans of `runs`.
-pub fn request(
+/// The most spans one request carries: the OpenTelemetry SDK
+/// BatchSpanProcessor's default batch (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`).
+pub const BATCH_SPANS: usize = 512;
+
+/// The most bytes one request's protobuf body holds: 4 MiB, the message
+/// size gRPC receivers take by default and well under the Collector's
+/// OTLP/HTTP limit (20 MiB). A span larger than this on its own (a long
+/// conversation's messages with `--content`) is a request of its own.
+pub const BATCH_BYTES: usize = 4 << 20;
+
+/// The OTLP requests carrying the spans of `runs`, in order, batched as
+/// the OpenTelemetry SDK's BatchSpanProcessor exports: at most
+/// [`BATCH_SPANS`] spans and [`BATCH_BYTES`] bytes each. A long run was
+/// one request (past 64 MiB for a long run with `--content`), which
+/// collectors and `case from-trace` refused; a backend joins a run's
+/// spans by its trace id whichever request brought them.
+pub fn requests(
     runs: &mut [RunView],
     mut redactor: Option<&mut Redactor>,
     opts: &Options,
-) -> ExportTraceServiceRequest {
+) -> Vec<ExportTraceServiceRequest> {
     let spans = runs
         .iter_mut()
         .flat_map(|r| spans(r, redactor.as_deref_mut(), opts))
         .collect();
+    batches(spans, BATCH_SPANS, BATCH_BYTES)
+}
+
+/// `spans` in requests of at most `max_spans` spans and `max_bytes` bytes
+/// (a span larger than that alone); one request when there are none.
+fn batches(spans: Vec<Span>, max_spans: usize, max_bytes: usize) -> Vec<ExportTraceServiceRequest> {
+    use prost::Message as _;
+    // The resource and scope around the spans, and room for the two
+    // lengths around them to grow to their longest (5 bytes each up to
+    // 32 GiB, from 1).
+    let envelope = request_of(Vec::new()).encoded_len() + 8;
+    let mut out = Vec::new();
+    let mut batch = Vec::new();
+    let mut bytes = envelope;
+    for span in spans {
+        // `ScopeSpans.spans` is field 2.
+        let n = prost::encoding::message::encoded_len(2, &span);
+        if !batch.is_empty() && (batch.len() >= max_spans || bytes + n > max_bytes) {
+            out.push(request_of(std::mem::take(&mut batch)));
+            bytes = envelope;
+        }
+        bytes += n;
+        batch.push(span);
+    }
+    if !batch.is_empty() || out.is_empty() {
+        out.push(request_of(batch));
+    }
+    out
+}
+
+/// One OTLP request of `spans`, under worldline's resource and scope.
+fn request_of(spans: Vec<Span>) -> ExportTraceServiceRequest {
     ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
             resource: Some(Resource {
@@ -511,6 +558,54 @@ pub fn request(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Spans are batched by count and by body size, in order, each
+    /// request's body within the bound unless one span alone exceeds it.
+    #[test]
+    fn spans_are_batched_by_count_and_size() {
+        use prost::Message as _;
+        let span = |i: usize, pad: usize| Span {
+            trace_id: vec![1; 16],
+            span_id: (i as u64).to_be_bytes().to_vec(),
+            name: "x".repeat(pad),
+            ..Span::default()
+        };
+        let names = |reqs: &[ExportTraceServiceRequest]| -> Vec<Vec<u64>> {
+            reqs.iter()
+                .map(|r| {
+                    (r.resource_spans.iter().flat_map(|rs| &rs.scope_spans))
+                        .flat_map(|ss| &ss.spans)
+                        .map(|s| u64::from_be_bytes(s.span_id.clone().try_into().unwrap()))
+                        .collect()
+                })
+                .collect()
+        };
+        let by_count = batches((0..7).map(|i| span(i, 1)).collect(), 3, 1 << 20);
+        assert_eq!(names(&by_count), [vec![0, 1, 2], vec![3, 4, 5], vec![6]]);
+        // 1,000-byte spans under a 2,500-byte bound: two a request; a
+        // 5,000-byte span alone.
+        let spans = vec![
+            span(0, 1000),
+            span(1, 1000),
+            span(2, 1000),
+            span(3, 5000),
+            span(4, 1000),
+        ];
+        let by_size = batches(spans, 512, 2500);
+        assert_eq!(names(&by_size), [vec![0, 1], vec![2], vec![3], vec![4]]);
+        for r in &by_size {
+            let one = r.resource_spans[0].scope_spans[0].spans.len() == 1;
+            assert!(r.encoded_len() <= 2500 || one, "{}", r.encoded_len());
+        }
+        // Concatenated, the bodies are one request holding every span.
+        let mut bytes = Vec::new();
+        for r in &by_size {
+            bytes.extend(r.encode_to_vec());
+        }
+        let whole = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
+        assert_eq!(names(&[whole]).concat(), names(&by_size).concat());
+        assert_eq!(batches(Vec::new(), 3, 100).len(), 1);
+    }
 
     /// A fork's `--respond` is a `worldline.fault.fork` event (it was
     /// exported as an `inject`), a rule's an `inject`, fuzz's a `fuzz`.

@@ -130,6 +130,7 @@ fn otel_names_each_run_and_its_trace() {
         rejected_spans: None,
         partial_success_message: None,
         redacted: false,
+        requests: 1,
         run_ids: vec![
             "20261128-093036-94a3bea0".into(),
             "20261128-093037-ab44c7dd".into(),
