@@ -476,6 +476,51 @@ fn bad_trace_files_are_exit_2_and_write_nothing() {
     assert!(!out.exists());
 }
 
+/// An OpenInference model call that asked for two choices (`n = 2`, as
+/// the openai instrumentor records each choice as output message N) is
+/// scripted by its first choice and the README says so: the choices were
+/// merged into one answer, "Yes.\nNo.".
+#[test]
+fn an_openinference_call_of_two_choices_is_scripted_by_its_first() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let kv = |k: &str, v: &str| serde_json::json!({"key": k, "value": {"stringValue": v}});
+    let doc = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": [{
+        "traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331",
+        "name": "ChatCompletion", "startTimeUnixNano": "1772366400000000000",
+        "attributes": [
+            kv("openinference.span.kind", "LLM"),
+            kv("llm.invocation_parameters", "{\"model\": \"gpt-4o\", \"n\": 2}"),
+            kv("llm.input_messages.0.message.role", "user"),
+            kv("llm.input_messages.0.message.content", "Shall I?"),
+            kv("llm.output_messages.0.message.role", "assistant"),
+            kv("llm.output_messages.0.message.content", "Yes."),
+            kv("llm.output_messages.1.message.role", "assistant"),
+            kv("llm.output_messages.1.message.content", "No."),
+        ]
+    }]}]}]});
+    let trace = dir.path().join("two.json");
+    std::fs::write(&trace, doc.to_string()).unwrap();
+    let out = dir.path().join("made");
+    let made = from_trace(
+        &store,
+        &[
+            trace.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    made.expect_code(0);
+    let text = std::fs::read_to_string(made.json()["case"].as_str().unwrap()).unwrap();
+    let case: toml::Table = toml::from_str(&text).unwrap();
+    let responses = case["model"]["responses"].as_array().unwrap();
+    assert_eq!(responses.len(), 1, "{text}");
+    assert_eq!(responses[0]["content"].as_str(), Some("Yes."), "{text}");
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(readme.contains("call 1 (2 choices)"), "{readme}");
+}
+
 /// The pinned third-party packages the instrumented Python agent runs on.
 const TRACE_REQUIREMENTS: &[&str] = &[
     "openai==3.51.0",

@@ -409,9 +409,24 @@ fn model_span(
             attrs.push(int(key, n));
         }
     }
-    // A list, as the GenAI conventions type it (one reason a choice).
-    if let Some(r) = answer.finish_reason() {
-        attrs.push(texts("gen_ai.response.finish_reasons", [r]));
+    // A list, as the GenAI conventions type it: one reason a choice, each
+    // choice's (of `n` > 1 choices only the first's was said).
+    let choices = answer.choices().and_then(Value::as_array);
+    let reasons: Vec<&str> = (choices.into_iter().flatten())
+        .filter_map(|c| c["finish_reason"].as_str())
+        .collect();
+    if !reasons.is_empty() {
+        attrs.push(texts("gen_ai.response.finish_reasons", reasons));
+    }
+    // How many choices were asked for, when not one (the conventions'
+    // `gen_ai.request.choice.count`).
+    if let Some(n) = request
+        .request
+        .get("n")
+        .and_then(Value::as_i64)
+        .filter(|n| *n != 1)
+    {
+        attrs.push(int("gen_ai.request.choice.count", n));
     }
     if let Some(call) = &answer.model_call {
         for (key, ms) in [
@@ -605,6 +620,45 @@ mod tests {
         let whole = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
         assert_eq!(names(&[whole]).concat(), names(&by_size).concat());
         assert_eq!(batches(Vec::new(), 3, 100).len(), 1);
+    }
+
+    /// A model call of `n` = 2 choices says both choices' finish reasons
+    /// and the count asked for (only the first choice's reason was said).
+    #[test]
+    fn each_choice_s_finish_reason_is_exported() {
+        let request: ModelRequest = serde_json::from_value(json!({
+            "provider": "openai",
+            "request": {"messages": [{"role": "user", "content": "hi"}], "n": 2}
+        }))
+        .unwrap();
+        let answer: ModelAnswer = serde_json::from_value(json!({"ok": {"choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "Yes."}, "finish_reason": "stop"},
+            {"index": 1, "message": {"role": "assistant", "content": "No"}, "finish_reason": "length"},
+        ]}}))
+        .unwrap();
+        let (_, attrs) = model_span(&request, &answer, &Options { content: true });
+        let get = |k: &str| {
+            attrs
+                .iter()
+                .find(|a| a.key == k)
+                .and_then(|a| a.value.clone())
+        };
+        let reasons = match get("gen_ai.response.finish_reasons").and_then(|v| v.value) {
+            Some(any_value::Value::ArrayValue(a)) => a.values,
+            other => panic!("{other:?}"),
+        };
+        let text = |v: &AnyValue| match &v.value {
+            Some(any_value::Value::StringValue(s)) => s.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            reasons.iter().map(text).collect::<Vec<_>>(),
+            ["stop", "length"]
+        );
+        assert_eq!(
+            get("gen_ai.request.choice.count").and_then(|v| v.value),
+            Some(any_value::Value::IntValue(2))
+        );
     }
 
     /// A fork's `--respond` is a `worldline.fault.fork` event (it was

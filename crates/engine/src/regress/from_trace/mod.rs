@@ -583,7 +583,7 @@ Made by `worldline case from-trace {}`.\n\n\
 ## Left to write\n\n\
 - Expectations: `[expect]` (the case passes whenever the agent completes).\n\
 - State: the world has no tables. Calls the trace holds no result of (it never made them, or did not record what they returned) are answered with a `not-found` error whose message starts `not_recorded`; give the world tables and rows (or a `[service]`) and remove the `not_recorded` rule of a tool to have the world answer it.\n\
-- Values the trace held as null are left out (TOML has no null).\n{}",
+- Values the trace held as null are left out (TOML has no null).\n{}{}",
         source.display(),
         run.model_calls.len(),
         if tools.is_empty() {
@@ -609,6 +609,22 @@ Made by `worldline case from-trace {}`.\n\n\
         },
         run.forms.join(", "),
         undefined(run, tools),
+        several_choices(run),
+    )
+}
+
+/// The README line for model calls answered with several choices.
+fn several_choices(run: &Run) -> String {
+    let calls: Vec<String> = (run.model_calls.iter().enumerate())
+        .filter(|(_, c)| c.choices > 1)
+        .map(|(i, c)| format!("call {} ({} choices)", i + 1, c.choices))
+        .collect();
+    if calls.is_empty() {
+        return String::new();
+    }
+    format!(
+        "- Model calls answered with several choices (`n` > 1): {}. Each is scripted by its first choice, which a scripted model gives each of the `n` choices a request asks for; the other choices are in the trace only.\n",
+        calls.join(", ")
     )
 }
 
