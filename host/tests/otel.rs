@@ -905,3 +905,34 @@ fn a_long_run_is_exported_in_batches_a_receiver_takes_and_read_back_whole() {
     assert_eq!(made.json()["model_calls"], N, "{made}");
     assert_eq!(made.json()["tool_calls"], N - 1, "{made}");
 }
+
+/// A collector that refuses a body before reading it (413, connection
+/// closed) while `otel` is still sending is an error naming the URL,
+/// exit 2: the broken pipe killed worldline by SIGPIPE (exit 141, not a
+/// word).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_collector_that_closes_mid_body_is_an_error_not_a_signal() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    // Two model calls, the second sending a 16 MB document back: a chat
+    // span past the batch bound, sent alone in a body the receiver
+    // refuses before reading it.
+    let (worlds, case) = common::long::write(dir.path(), 2);
+    let row = serde_json::json!({"id": "D-0", "text": "w ".repeat(8 << 20)});
+    std::fs::write(
+        worlds.join("library/v1/data/docs.jsonl"),
+        format!("{row}\n"),
+    )
+    .unwrap();
+    let (_, _, ran) = common::long::record(&store, &worlds, &case);
+    let id = ran["run_id"].as_str().unwrap();
+    let receiver = Receiver::start_with(dir.path(), Some(1000));
+    let endpoint = receiver.endpoint();
+    let out = worldline(&store, ["otel", id, "--content", "--endpoint", &endpoint]);
+    out.expect_code(2);
+    assert!(out.stderr.contains(&endpoint), "{out}");
+}

@@ -116,9 +116,10 @@ pub fn post(url: &reqwest::Url, reqs: &[ExportTraceServiceRequest]) -> Result<An
     for (i, req) in reqs.iter().enumerate() {
         // Which request failed, when there were several (those before it
         // were taken).
-        let which = match reqs.len() {
-            1 => String::new(),
-            n => format!(" (request {} of {n}; the {i} before it were taken)", i + 1),
+        let which = match (reqs.len(), i) {
+            (1, _) => String::new(),
+            (n, 0) => format!(" (request 1 of {n}, the first)"),
+            (n, i) => format!(" (request {} of {n}; the {i} before it were taken)", i + 1),
         };
         let one = post_one(&rt, &client, url, req.encode_to_vec())
             .map_err(|e| InputError::new(shown(url), format!("{}{which}", e.message)))?;

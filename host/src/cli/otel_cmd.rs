@@ -88,7 +88,18 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
     let (to, answered) = match (&args.endpoint, &args.output) {
         (Some(endpoint), _) => {
             let url = send::traces_url(endpoint)?;
-            let answered = send::post(&url, &reqs)?;
+            // A collector that closes the connection while a body is sent
+            // (a 413 before reading it) is a broken pipe, said as an error:
+            // it was SIGPIPE (exit 141, not a word), whose default `main`
+            // restores for `| head`; posted from a thread that holds it.
+            let answered = std::thread::scope(|s| {
+                s.spawn(|| {
+                    worldline_engine::native::hold_sigpipe_on_this_thread();
+                    send::post(&url, &reqs)
+                })
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })?;
             // A partial success is a 200 that did not take every span
             // (it was taken as all of them, unsaid); the exit code stays
             // 0, as the spans it took are there.
