@@ -27,6 +27,12 @@ impl Drop for Receiver {
 
 impl Receiver {
     pub(crate) fn start(dir: &Path) -> Receiver {
+        Receiver::start_with(dir, None)
+    }
+
+    /// [`Receiver::start`] refusing a body larger than `max_body` bytes
+    /// (413), as a collector's `max_request_body_size` does.
+    pub(crate) fn start_with(dir: &Path, max_body: Option<usize>) -> Receiver {
         let probe = Command::new("python3")
             .args([
                 "-c",
@@ -46,6 +52,7 @@ impl Receiver {
             .arg(workspace_root().join("tests/otel/receiver.py"))
             .arg(&port_file)
             .arg(&out)
+            .args(max_body.map(|n| n.to_string()))
             .spawn()
             .expect("start the receiver");
         let started = Instant::now();
@@ -77,6 +84,17 @@ impl Receiver {
             .unwrap_or_default()
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// The size of each request's body received so far.
+    pub(crate) fn body_sizes(&self) -> Vec<usize> {
+        let mut path = self.out.clone().into_os_string();
+        path.push(".bytes");
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.parse().unwrap())
             .collect()
     }
 }
@@ -686,4 +704,235 @@ fn a_run_exported_and_made_a_case_keeps_its_seed() {
         readme.contains("- The seed: 503, the `worldline.seed` of the trace's root span."),
         "{readme}"
     );
+}
+
+/// A case whose user a model plays (scripted, so no network), talking with
+/// the `looper-agent`, which reads the documents the user asks for.
+const TALKING: &str = r#"world = "library@v1"
+seed = 11
+clock = 2026-03-01T12:00:00Z
+task = { prompt = "Read what the user asks for.", talk = true }
+
+[user]
+played_by = "model"
+persona = "You want documents read, one at a time."
+max_turns = 5
+
+[user.model]
+provider = "scripted"
+responses = ["Sorry?"]
+
+[[user.model.rules]]
+contains = "D-0 read"
+reply = "Now read D-1."
+
+[[user.model.rules]]
+contains = "D-1 read"
+reply = "[SATISFIED] That is all, thanks."
+
+[[model.responses]]
+tool_calls = [{ name = "get_doc", arguments = { id = "D-0" } }]
+
+[[model.responses]]
+content = "D-0 read. Anything else?"
+
+[[model.responses]]
+tool_calls = [{ name = "get_doc", arguments = { id = "D-1" } }]
+
+[[model.responses]]
+content = "D-1 read. Anything else?"
+"#;
+
+/// What each side said in a run: the agent's message and the user's
+/// answer at each `user.say`, and each tool call's request.
+fn conversation(bundle: &Path) -> Vec<Value> {
+    (common::read_bundle(bundle).events.into_iter())
+        .filter_map(|e| match e["call"].as_str()? {
+            "worldline:agent/user.say" => Some(serde_json::json!({
+                "said": e["request"]["message"],
+                "reply": e["response"]["reply"],
+                "ended": e["response"]["ended"],
+            })),
+            "worldline:agent/tools.call" => Some(serde_json::json!({"call": e["request"]})),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A run whose user a model plays goes through `otel --content` and
+/// `case from-trace` and runs again the same: each of the user's turns is
+/// an `invoke_agent user` span, read back as a scripted user's rule. The
+/// turns were not exported, so the case had no user and its agent was
+/// told "this case has no [user]" at its first message.
+#[test]
+fn a_model_played_user_s_run_goes_through_a_trace_and_back() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (worlds, _) = common::long::write(dir.path(), 3);
+    let case = write_case(dir.path(), "talking", TALKING);
+    let agent = guest("looper-agent");
+    let run = |case: &Path, worlds: &Path| {
+        let out = worldline(
+            &store,
+            [
+                "run",
+                s(case),
+                "--agent",
+                s(&agent),
+                "--worlds",
+                s(worlds),
+                "--json",
+            ],
+        );
+        out.expect_code(0);
+        out
+    };
+    let first = run(&case, &worlds);
+    let id = first.json()["run_id"].as_str().unwrap().to_string();
+    let output = first.json()["output"].clone();
+    let said: Value = serde_json::from_str(output.as_str().unwrap()).unwrap();
+    assert_eq!(said["satisfied"], true, "{first}");
+    assert_eq!(said["ended"], "That is all, thanks.", "{first}");
+
+    let trace = dir.path().join("trace.pb");
+    worldline(&store, ["otel", &id, "--content", "-o", s(&trace)]).expect_code(0);
+    let out = dir.path().join("made");
+    let made = worldline(
+        &store,
+        ["case", "from-trace", s(&trace), "-o", s(&out), "--json"],
+    );
+    made.expect_code(0);
+    assert_eq!(made.json()["model_calls"], 4, "{made}");
+    assert_eq!(made.json()["user_turns"], 2, "{made}");
+    let made_case = PathBuf::from(made.json()["case"].as_str().unwrap());
+    let text = std::fs::read_to_string(&made_case).unwrap();
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    assert_eq!(
+        table["user"]["played_by"].as_str(),
+        Some("scripted"),
+        "{text}"
+    );
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(
+        readme.contains("The simulated user's turns (2)"),
+        "{readme}"
+    );
+
+    let again = run(&made_case, &out.join("worlds"));
+    assert_eq!(again.json()["output"], output, "{again}\n{text}");
+    assert_eq!(
+        conversation(&again.bundle()),
+        conversation(&first.bundle()),
+        "{text}"
+    );
+}
+
+/// A long run's export goes in batches, as the OpenTelemetry SDK's
+/// BatchSpanProcessor sends spans: at most 512 spans and 4 MiB a request,
+/// so a receiver that refuses a larger body (413) takes every span; to a
+/// file the batches go one after another, and `case from-trace` reads
+/// every one. It was one request past 64 MiB, which the receiver refused
+/// and `case from-trace` refused as too large.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_long_run_is_exported_in_batches_a_receiver_takes_and_read_back_whole() {
+    // 270 model calls that each send the whole conversation: past 64 MiB
+    // with `--content`, and 540 spans.
+    const N: usize = 270;
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (worlds, case) = common::long::write(dir.path(), N);
+    let (_, _, ran) = common::long::record(&store, &worlds, &case);
+    let id = ran["run_id"].as_str().unwrap();
+    let receiver = Receiver::start_with(dir.path(), Some(4 << 20));
+    let export = |content: bool| {
+        let mut args = vec!["otel", id, "--endpoint"];
+        let endpoint = receiver.endpoint();
+        args.push(&endpoint);
+        args.push("--json");
+        if content {
+            args.push("--content");
+        }
+        let out = worldline(&store, &args);
+        out.expect_code(0);
+        out.json().clone()
+    };
+    let check = |summary: &Value, from: usize| {
+        let got = &receiver.received()[from..];
+        let sizes = &receiver.body_sizes()[from..];
+        assert_eq!(
+            summary["requests"].as_u64(),
+            Some(got.len() as u64),
+            "{summary}"
+        );
+        let per: Vec<usize> = got.iter().map(|d| spans(d).len()).collect();
+        assert!(per.iter().all(|n| *n <= 512), "{per:?}");
+        assert!(sizes.iter().all(|b| *b <= 4 << 20), "{sizes:?}");
+        let all: Vec<Value> = got.iter().flat_map(spans).collect();
+        assert_eq!(
+            all.len(),
+            2 * N,
+            "a root, {N} chat and {} tool spans",
+            N - 1
+        );
+        assert_eq!(summary["spans"].as_u64(), Some(all.len() as u64));
+        assert!(all.iter().all(|s| s["traceId"] == all[0]["traceId"]));
+        let mut ids: Vec<&str> = all.iter().map(|s| s["spanId"].as_str().unwrap()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), all.len(), "each span sent once");
+        (got.len(), sizes.iter().sum::<usize>())
+    };
+    // Without content: 540 small spans, two requests by their count.
+    let (requests, _) = check(&export(false), 0);
+    assert_eq!(requests, 2);
+    // With content: past 64 MiB in all, in requests of 4 MiB at most.
+    let (_, bytes) = check(&export(true), requests);
+    assert!(bytes > 64 << 20, "{bytes} bytes");
+
+    let trace = dir.path().join("long.pb");
+    worldline(&store, ["otel", id, "--content", "-o", s(&trace)]).expect_code(0);
+    assert!(std::fs::metadata(&trace).unwrap().len() > 64 << 20);
+    let out = dir.path().join("made");
+    let made = worldline(
+        &store,
+        ["case", "from-trace", s(&trace), "-o", s(&out), "--json"],
+    );
+    made.expect_code(0);
+    assert_eq!(made.json()["model_calls"], N, "{made}");
+    assert_eq!(made.json()["tool_calls"], N - 1, "{made}");
+}
+
+/// A collector that refuses a body before reading it (413, connection
+/// closed) while `otel` is still sending is an error naming the URL,
+/// exit 2: the broken pipe killed worldline by SIGPIPE (exit 141, not a
+/// word).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_collector_that_closes_mid_body_is_an_error_not_a_signal() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    // Two model calls, the second sending a 16 MB document back: a chat
+    // span past the batch bound, sent alone in a body the receiver
+    // refuses before reading it.
+    let (worlds, case) = common::long::write(dir.path(), 2);
+    let row = serde_json::json!({"id": "D-0", "text": "w ".repeat(8 << 20)});
+    std::fs::write(
+        worlds.join("library/v1/data/docs.jsonl"),
+        format!("{row}\n"),
+    )
+    .unwrap();
+    let (_, _, ran) = common::long::record(&store, &worlds, &case);
+    let id = ran["run_id"].as_str().unwrap();
+    let receiver = Receiver::start_with(dir.path(), Some(1000));
+    let endpoint = receiver.endpoint();
+    let out = worldline(&store, ["otel", id, "--content", "--endpoint", &endpoint]);
+    out.expect_code(2);
+    assert!(out.stderr.contains(&endpoint), "{out}");
 }

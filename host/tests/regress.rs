@@ -459,8 +459,66 @@ fn bad_trace_files_are_exit_2_and_write_nothing() {
         no_content.to_string().as_bytes(),
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
     );
-    let huge = vec![b' '; (64 << 20) + 1];
-    check("huge.json", &huge, "64 MiB");
+    // Past the bound (1 GiB: a long run's batches fit), refused by its
+    // size before it is read (a sparse file: nothing is written).
+    let huge = dir.path().join("huge.json");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len((1 << 30) + 1)
+        .unwrap();
+    let out = dir.path().join("out-huge");
+    let r = from_trace(&store, &[huge.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+    r.expect_code(2);
+    assert!(
+        r.stderr.contains("huge.json") && r.stderr.contains("1024 MiB"),
+        "{r}"
+    );
+    assert!(!out.exists());
+}
+
+/// An OpenInference model call that asked for two choices (`n = 2`, as
+/// the openai instrumentor records each choice as output message N) is
+/// scripted by its first choice and the README says so: the choices were
+/// merged into one answer, "Yes.\nNo.".
+#[test]
+fn an_openinference_call_of_two_choices_is_scripted_by_its_first() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let kv = |k: &str, v: &str| serde_json::json!({"key": k, "value": {"stringValue": v}});
+    let doc = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": [{
+        "traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331",
+        "name": "ChatCompletion", "startTimeUnixNano": "1772366400000000000",
+        "attributes": [
+            kv("openinference.span.kind", "LLM"),
+            kv("llm.invocation_parameters", "{\"model\": \"gpt-4o\", \"n\": 2}"),
+            kv("llm.input_messages.0.message.role", "user"),
+            kv("llm.input_messages.0.message.content", "Shall I?"),
+            kv("llm.output_messages.0.message.role", "assistant"),
+            kv("llm.output_messages.0.message.content", "Yes."),
+            kv("llm.output_messages.1.message.role", "assistant"),
+            kv("llm.output_messages.1.message.content", "No."),
+        ]
+    }]}]}]});
+    let trace = dir.path().join("two.json");
+    std::fs::write(&trace, doc.to_string()).unwrap();
+    let out = dir.path().join("made");
+    let made = from_trace(
+        &store,
+        &[
+            trace.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    made.expect_code(0);
+    let text = std::fs::read_to_string(made.json()["case"].as_str().unwrap()).unwrap();
+    let case: toml::Table = toml::from_str(&text).unwrap();
+    let responses = case["model"]["responses"].as_array().unwrap();
+    assert_eq!(responses.len(), 1, "{text}");
+    assert_eq!(responses[0]["content"].as_str(), Some("Yes."), "{text}");
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(readme.contains("call 1 (2 choices)"), "{readme}");
 }
 
 /// The pinned third-party packages the instrumented Python agent runs on.

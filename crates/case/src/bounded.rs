@@ -32,8 +32,9 @@ pub const BUNDLE: u64 = 1024 * MIB;
 pub const EXPORT: u64 = 2048 * MIB;
 /// A text document: a case, a world file, rows, a policy, a report.
 pub const DOCUMENT: u64 = 256 * MIB;
-/// A trace file (`case from-trace TRACE`).
-pub const TRACE: u64 = 64 * MIB;
+/// A trace file (`case from-trace TRACE`): a long run's `otel` batches
+/// one after another (64 MiB refused the export of a long run).
+pub const TRACE: u64 = 1024 * MIB;
 /// A model provider's answer to one attempt.
 pub const MODEL_ANSWER: u64 = 32 * MIB;
 /// An OTLP collector's answer (only its status and a few lines are used).

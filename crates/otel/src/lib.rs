@@ -1,6 +1,7 @@
 //! OpenTelemetry export of recorded runs (`worldline otel`), following the
 //! GenAI semantic conventions: one `invoke_agent` span per run, a child
-//! `execute_tool` span per tool call and a `chat` span per model call, span
+//! `execute_tool` span per tool call, a `chat` span per model call and an
+//! `invoke_agent user` span per turn of a simulated user ([`user`]), span
 //! events for injected and fuzz faults, and `worldline.*` attributes (run
 //! id, seq, effect, event and chain hashes, grade).
 //!
@@ -17,6 +18,7 @@
 #![deny(unreachable_pub)]
 
 pub mod send;
+mod user;
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{
@@ -71,6 +73,16 @@ fn texts<S: Into<String>>(key: &str, vs: impl IntoIterator<Item = S>) -> KeyValu
         key: key.into(),
         value: Some(AnyValue {
             value: Some(any_value::Value::ArrayValue(ArrayValue { values })),
+        }),
+        ..KeyValue::default()
+    }
+}
+
+fn flag(key: &str, v: bool) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::BoolValue(v)),
         }),
         ..KeyValue::default()
     }
@@ -312,6 +324,8 @@ struct Described {
 
 /// `None` for other host calls (clocks, randomness, streams), which stay
 /// in the log. `call_id`: the id of the model's call a tool call answers.
+/// A user's turn is a span too (a model-played user's turns were left
+/// out, so `case from-trace` could not read such a run).
 fn describe(e: &Event, opts: &Options, call_id: Option<String>) -> Option<Described> {
     let ((name, attrs), error) = match e.typed() {
         Call::ToolsCall { request, response } => (
@@ -320,6 +334,11 @@ fn describe(e: &Event, opts: &Options, call_id: Option<String>) -> Option<Descri
         ),
         Call::ModelComplete { request, response } => {
             (model_span(&request, &response, opts), response.error)
+        }
+        Call::UserSay { request, response } => {
+            let mark = e.mark();
+            let by = mark.as_ref().map(|m| &m.by);
+            (user::span(&request, &response, by, opts), None)
         }
         _ => return None,
     };
@@ -390,9 +409,24 @@ fn model_span(
             attrs.push(int(key, n));
         }
     }
-    // A list, as the GenAI conventions type it (one reason a choice).
-    if let Some(r) = answer.finish_reason() {
-        attrs.push(texts("gen_ai.response.finish_reasons", [r]));
+    // A list, as the GenAI conventions type it: one reason a choice, each
+    // choice's (of `n` > 1 choices only the first's was said).
+    let choices = answer.choices().and_then(Value::as_array);
+    let reasons: Vec<&str> = (choices.into_iter().flatten())
+        .filter_map(|c| c["finish_reason"].as_str())
+        .collect();
+    if !reasons.is_empty() {
+        attrs.push(texts("gen_ai.response.finish_reasons", reasons));
+    }
+    // How many choices were asked for, when not one (the conventions'
+    // `gen_ai.request.choice.count`).
+    if let Some(n) = request
+        .request
+        .get("n")
+        .and_then(Value::as_i64)
+        .filter(|n| *n != 1)
+    {
+        attrs.push(int("gen_ai.request.choice.count", n));
     }
     if let Some(call) = &answer.model_call {
         for (key, ms) in [
@@ -455,16 +489,63 @@ fn fault_events(e: &Event, at: u64) -> Vec<span::Event> {
     }]
 }
 
-/// The OTLP request carrying the spans of `runs`.
-pub fn request(
+/// The most spans one request carries: the OpenTelemetry SDK
+/// BatchSpanProcessor's default batch (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`).
+pub const BATCH_SPANS: usize = 512;
+
+/// The most bytes one request's protobuf body holds: 4 MiB, the message
+/// size gRPC receivers take by default and well under the Collector's
+/// OTLP/HTTP limit (20 MiB). A span larger than this on its own (a long
+/// conversation's messages with `--content`) is a request of its own.
+pub const BATCH_BYTES: usize = 4 << 20;
+
+/// The OTLP requests carrying the spans of `runs`, in order, batched as
+/// the OpenTelemetry SDK's BatchSpanProcessor exports: at most
+/// [`BATCH_SPANS`] spans and [`BATCH_BYTES`] bytes each. A long run was
+/// one request (past 64 MiB for a long run with `--content`), which
+/// collectors and `case from-trace` refused; a backend joins a run's
+/// spans by its trace id whichever request brought them.
+pub fn requests(
     runs: &mut [RunView],
     mut redactor: Option<&mut Redactor>,
     opts: &Options,
-) -> ExportTraceServiceRequest {
+) -> Vec<ExportTraceServiceRequest> {
     let spans = runs
         .iter_mut()
         .flat_map(|r| spans(r, redactor.as_deref_mut(), opts))
         .collect();
+    batches(spans, BATCH_SPANS, BATCH_BYTES)
+}
+
+/// `spans` in requests of at most `max_spans` spans and `max_bytes` bytes
+/// (a span larger than that alone); one request when there are none.
+fn batches(spans: Vec<Span>, max_spans: usize, max_bytes: usize) -> Vec<ExportTraceServiceRequest> {
+    use prost::Message as _;
+    // The resource and scope around the spans, and room for the two
+    // lengths around them to grow to their longest (5 bytes each up to
+    // 32 GiB, from 1).
+    let envelope = request_of(Vec::new()).encoded_len() + 8;
+    let mut out = Vec::new();
+    let mut batch = Vec::new();
+    let mut bytes = envelope;
+    for span in spans {
+        // `ScopeSpans.spans` is field 2.
+        let n = prost::encoding::message::encoded_len(2, &span);
+        if !batch.is_empty() && (batch.len() >= max_spans || bytes + n > max_bytes) {
+            out.push(request_of(std::mem::take(&mut batch)));
+            bytes = envelope;
+        }
+        bytes += n;
+        batch.push(span);
+    }
+    if !batch.is_empty() || out.is_empty() {
+        out.push(request_of(batch));
+    }
+    out
+}
+
+/// One OTLP request of `spans`, under worldline's resource and scope.
+fn request_of(spans: Vec<Span>) -> ExportTraceServiceRequest {
     ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
             resource: Some(Resource {
@@ -492,6 +573,93 @@ pub fn request(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Spans are batched by count and by body size, in order, each
+    /// request's body within the bound unless one span alone exceeds it.
+    #[test]
+    fn spans_are_batched_by_count_and_size() {
+        use prost::Message as _;
+        let span = |i: usize, pad: usize| Span {
+            trace_id: vec![1; 16],
+            span_id: (i as u64).to_be_bytes().to_vec(),
+            name: "x".repeat(pad),
+            ..Span::default()
+        };
+        let names = |reqs: &[ExportTraceServiceRequest]| -> Vec<Vec<u64>> {
+            reqs.iter()
+                .map(|r| {
+                    (r.resource_spans.iter().flat_map(|rs| &rs.scope_spans))
+                        .flat_map(|ss| &ss.spans)
+                        .map(|s| u64::from_be_bytes(s.span_id.clone().try_into().unwrap()))
+                        .collect()
+                })
+                .collect()
+        };
+        let by_count = batches((0..7).map(|i| span(i, 1)).collect(), 3, 1 << 20);
+        assert_eq!(names(&by_count), [vec![0, 1, 2], vec![3, 4, 5], vec![6]]);
+        // 1,000-byte spans under a 2,500-byte bound: two a request; a
+        // 5,000-byte span alone.
+        let spans = vec![
+            span(0, 1000),
+            span(1, 1000),
+            span(2, 1000),
+            span(3, 5000),
+            span(4, 1000),
+        ];
+        let by_size = batches(spans, 512, 2500);
+        assert_eq!(names(&by_size), [vec![0, 1], vec![2], vec![3], vec![4]]);
+        for r in &by_size {
+            let one = r.resource_spans[0].scope_spans[0].spans.len() == 1;
+            assert!(r.encoded_len() <= 2500 || one, "{}", r.encoded_len());
+        }
+        // Concatenated, the bodies are one request holding every span.
+        let mut bytes = Vec::new();
+        for r in &by_size {
+            bytes.extend(r.encode_to_vec());
+        }
+        let whole = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
+        assert_eq!(names(&[whole]).concat(), names(&by_size).concat());
+        assert_eq!(batches(Vec::new(), 3, 100).len(), 1);
+    }
+
+    /// A model call of `n` = 2 choices says both choices' finish reasons
+    /// and the count asked for (only the first choice's reason was said).
+    #[test]
+    fn each_choice_s_finish_reason_is_exported() {
+        let request: ModelRequest = serde_json::from_value(json!({
+            "provider": "openai",
+            "request": {"messages": [{"role": "user", "content": "hi"}], "n": 2}
+        }))
+        .unwrap();
+        let answer: ModelAnswer = serde_json::from_value(json!({"ok": {"choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "Yes."}, "finish_reason": "stop"},
+            {"index": 1, "message": {"role": "assistant", "content": "No"}, "finish_reason": "length"},
+        ]}}))
+        .unwrap();
+        let (_, attrs) = model_span(&request, &answer, &Options { content: true });
+        let get = |k: &str| {
+            attrs
+                .iter()
+                .find(|a| a.key == k)
+                .and_then(|a| a.value.clone())
+        };
+        let reasons = match get("gen_ai.response.finish_reasons").and_then(|v| v.value) {
+            Some(any_value::Value::ArrayValue(a)) => a.values,
+            other => panic!("{other:?}"),
+        };
+        let text = |v: &AnyValue| match &v.value {
+            Some(any_value::Value::StringValue(s)) => s.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            reasons.iter().map(text).collect::<Vec<_>>(),
+            ["stop", "length"]
+        );
+        assert_eq!(
+            get("gen_ai.request.choice.count").and_then(|v| v.value),
+            Some(any_value::Value::IntValue(2))
+        );
+    }
 
     /// A fork's `--respond` is a `worldline.fault.fork` event (it was
     /// exported as an `inject`), a rule's an `inject`, fuzz's a `fuzz`.

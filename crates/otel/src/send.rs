@@ -1,5 +1,6 @@
-//! Delivering an OTLP trace request: POSTed to an OTLP/HTTP endpoint as
-//! protobuf (`<endpoint>/v1/traces`), or written to a file.
+//! Delivering OTLP trace requests (a run's spans in batches): each POSTed
+//! to an OTLP/HTTP endpoint as protobuf (`<endpoint>/v1/traces`), or all
+//! written to a file one after another.
 
 use anyhow::Result;
 use opentelemetry_proto::tonic::collector::trace::v1::{
@@ -100,17 +101,43 @@ fn partial_success(content_type: &str, body: &[u8]) -> (u64, Option<String>) {
     )
 }
 
-/// POST the request to [`traces_url`]'s URL; the collector's answer on
-/// success.
-pub fn post(url: &reqwest::Url, req: &ExportTraceServiceRequest) -> Result<Answered> {
-    let body = req.encode_to_vec();
-    let fail = |m: String| InputError::new(shown(url), m);
+/// POST the requests to [`traces_url`]'s URL, one after another, each
+/// given [`LIMIT`]; the collector's answers on success: the last status,
+/// the spans rejected in all, and the first message it gave. A request it
+/// refuses stops the rest, and the error says which it was.
+pub fn post(url: &reqwest::Url, reqs: &[ExportTraceServiceRequest]) -> Result<Answered> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let client = reqwest::Client::builder()
         .user_agent(concat!("worldline/", env!("CARGO_PKG_VERSION")))
         .build()?;
+    let mut all = Answered::default();
+    for (i, req) in reqs.iter().enumerate() {
+        // Which request failed, when there were several (those before it
+        // were taken).
+        let which = match (reqs.len(), i) {
+            (1, _) => String::new(),
+            (n, 0) => format!(" (request 1 of {n}, the first)"),
+            (n, i) => format!(" (request {} of {n}; the {i} before it were taken)", i + 1),
+        };
+        let one = post_one(&rt, &client, url, req.encode_to_vec())
+            .map_err(|e| InputError::new(shown(url), format!("{}{which}", e.message)))?;
+        all.status = one.status;
+        all.rejected_spans += one.rejected_spans;
+        all.message = all.message.or(one.message);
+    }
+    Ok(all)
+}
+
+/// POST one request's body.
+fn post_one(
+    rt: &tokio::runtime::Runtime,
+    client: &reqwest::Client,
+    url: &reqwest::Url,
+    body: Vec<u8>,
+) -> Result<Answered, InputError> {
+    let fail = |m: String| InputError::new(shown(url), m);
     let sent = rt.block_on(async {
         tokio::time::timeout(LIMIT, async {
             let resp = client
@@ -148,12 +175,11 @@ pub fn post(url: &reqwest::Url, req: &ExportTraceServiceRequest) -> Result<Answe
         .await
     });
     match sent {
-        Err(_) => Err(fail(format!("no answer within {} s", LIMIT.as_secs())).into()),
+        Err(_) => Err(fail(format!("no answer within {} s", LIMIT.as_secs()))),
         Ok(Err(e)) => Err(fail(format!(
             "cannot send spans: {} (is an OTLP/HTTP collector listening there?)",
             e.without_url()
-        ))
-        .into()),
+        ))),
         Ok(Ok((status, content_type, body))) if (200..300).contains(&status) => {
             let (rejected_spans, message) = body
                 .map(|b| partial_success(&content_type, &b))
@@ -171,8 +197,7 @@ pub fn post(url: &reqwest::Url, req: &ExportTraceServiceRequest) -> Result<Answe
             Err(fail(format!(
                 "the collector answered HTTP {status}: {}",
                 one_line(&text).chars().take(300).collect::<String>()
-            ))
-            .into())
+            )))
         }
     }
 }
@@ -182,16 +207,27 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Write the request as OTLP protobuf bytes (a new file, or a regular one
-/// replaced).
-pub fn write(path: &Path, req: &ExportTraceServiceRequest) -> Result<()> {
-    Ok(worldline_case::output::write(path, &req.encode_to_vec())?)
+/// The requests' protobuf bodies one after another: what protobuf reads
+/// as one request holding every batch's resource spans (concatenated
+/// messages merge, their lists joined), as `case from-trace` reads it.
+fn concatenated(reqs: &[ExportTraceServiceRequest]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(reqs.iter().map(|r| r.encoded_len()).sum());
+    for r in reqs {
+        r.encode(&mut bytes).expect("a Vec grows");
+    }
+    bytes
 }
 
-/// The request as OTLP/HTTP's protobuf body, for a writer the caller holds
+/// Write the requests as OTLP protobuf bytes, one after another (a new
+/// file, or a regular one replaced).
+pub fn write(path: &Path, reqs: &[ExportTraceServiceRequest]) -> Result<()> {
+    Ok(worldline_case::output::write(path, &concatenated(reqs))?)
+}
+
+/// The requests as [`write`] writes them, for a writer the caller holds
 /// (`otel -o -`: stdout).
-pub fn to_writer(out: &mut impl std::io::Write, req: &ExportTraceServiceRequest) -> Result<()> {
-    out.write_all(&req.encode_to_vec())?;
+pub fn to_writer(out: &mut impl std::io::Write, reqs: &[ExportTraceServiceRequest]) -> Result<()> {
+    out.write_all(&concatenated(reqs))?;
     Ok(out.flush()?)
 }
 

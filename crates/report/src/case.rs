@@ -51,12 +51,16 @@ pub fn write_trace_runs(out: &mut impl Write, runs: &[Listed]) -> io::Result<()>
 pub fn write_from_trace(out: &mut impl Write, made: &FromTrace) -> io::Result<()> {
     writeln!(
         out,
-        "wrote {} from trace {} ({} model call(s), {} tool call(s), {} recorded result(s) pinned, {}); read {}",
+        "wrote {} from trace {} ({} model call(s), {} tool call(s), {} recorded result(s) pinned, {}{}); read {}",
         made.case.display(),
         shown::text(&made.trace_id),
         made.model_calls,
         made.tool_calls,
         made.pinned,
+        match made.user_turns {
+            0 => String::new(),
+            n => format!("{n} user turn(s) scripted, "),
+        },
         if made.tools.is_empty() {
             "no tools".to_string()
         } else {

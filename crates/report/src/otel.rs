@@ -14,6 +14,9 @@ pub struct OtelSummary {
     /// What the endpoint said with its partial success, if anything.
     pub partial_success_message: Option<String>,
     pub redacted: bool,
+    /// The OTLP requests the spans went in (batches: at most 512 spans and
+    /// 4 MiB each), posted one after another or written one after another.
+    pub requests: usize,
     pub run_ids: Vec<String>,
     pub runs: usize,
     pub spans: usize,
@@ -27,10 +30,14 @@ pub struct OtelSummary {
 pub fn write(out: &mut impl Write, s: &OtelSummary) -> io::Result<()> {
     writeln!(
         out,
-        "exported {} spans of {} runs to {}{}",
+        "exported {} spans of {} runs to {}{}{}",
         s.spans,
         s.runs,
         s.to,
+        match s.requests {
+            0 | 1 => String::new(),
+            n => format!(" in {n} requests"),
+        },
         match s.rejected_spans {
             Some(n) if n > 0 => format!(", which rejected {n} of them"),
             _ => String::new(),

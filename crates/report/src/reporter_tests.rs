@@ -130,6 +130,7 @@ fn otel_names_each_run_and_its_trace() {
         rejected_spans: None,
         partial_success_message: None,
         redacted: false,
+        requests: 1,
         run_ids: vec![
             "20261128-093036-94a3bea0".into(),
             "20261128-093037-ab44c7dd".into(),
@@ -1200,6 +1201,7 @@ fn case_from_run_and_from_trace_say_what_they_wrote_and_list_a_traces_runs() {
         model_calls: 3,
         tool_calls: 2,
         pinned: 1,
+        user_turns: 0,
         tools: vec!["get_deploy".into(), "rollback_deploy".into()],
         forms: vec!["openai-v2"],
     };
@@ -1228,6 +1230,7 @@ fn a_trace_run_without_tools_says_no_tools() {
         model_calls: 1,
         tool_calls: 0,
         pinned: 0,
+        user_turns: 0,
         tools: Vec::new(),
         forms: vec!["gen_ai attributes"],
     };

@@ -31,7 +31,7 @@ pub enum CaseCommand {
 #[derive(Args)]
 pub struct FromTraceArgs {
     /// The trace file: OTLP protobuf (`otel -o`, OTLP/HTTP bodies) or OTLP
-    /// JSON (the Collector's file exporter), at most 64 MiB.
+    /// JSON (the Collector's file exporter), at most 1 GiB.
     pub trace: PathBuf,
     /// The folder to write (must not exist): cases/, worlds/, README.md.
     #[arg(short, long, required_unless_present = "list")]

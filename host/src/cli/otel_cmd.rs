@@ -79,17 +79,27 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
     let opts = Options {
         content: args.content,
     };
-    let req = worldline_otel::request(&mut views, redactor.as_mut(), &opts);
-    let spans: usize = req
-        .resource_spans
-        .iter()
+    let reqs = worldline_otel::requests(&mut views, redactor.as_mut(), &opts);
+    let spans: usize = (reqs.iter())
+        .flat_map(|r| &r.resource_spans)
         .flat_map(|r| &r.scope_spans)
         .map(|s| s.spans.len())
         .sum();
     let (to, answered) = match (&args.endpoint, &args.output) {
         (Some(endpoint), _) => {
             let url = send::traces_url(endpoint)?;
-            let answered = send::post(&url, &req)?;
+            // A collector that closes the connection while a body is sent
+            // (a 413 before reading it) is a broken pipe, said as an error:
+            // it was SIGPIPE (exit 141, not a word), whose default `main`
+            // restores for `| head`; posted from a thread that holds it.
+            let answered = std::thread::scope(|s| {
+                s.spawn(|| {
+                    worldline_engine::native::hold_sigpipe_on_this_thread();
+                    send::post(&url, &reqs)
+                })
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })?;
             // A partial success is a 200 that did not take every span
             // (it was taken as all of them, unsaid); the exit code stays
             // 0, as the spans it took are there.
@@ -113,11 +123,11 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
         // `-o -`: the request to stdout, as `export -o -` writes (it made a
         // file named `-`).
         (None, Some(file)) if file.as_os_str() == "-" => {
-            send::to_writer(&mut std::io::stdout().lock(), &req)?;
+            send::to_writer(&mut std::io::stdout().lock(), &reqs)?;
             ("stdout".to_string(), None)
         }
         (None, Some(file)) => {
-            send::write(file, &req)?;
+            send::write(file, &reqs)?;
             (file.display().to_string(), None)
         }
         (None, None) => unreachable!("clap requires --endpoint or --output"),
@@ -129,6 +139,7 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
         // A viewer's runs are redacted copies already, read with no
         // redactor.
         redacted: redactor.is_some() || views.iter().any(|v| v.bundle.header.redacted.is_some()),
+        requests: reqs.len(),
         run_ids: views.iter().map(|v| v.run_id.clone()).collect(),
         runs: views.len(),
         spans,

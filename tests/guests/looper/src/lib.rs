@@ -6,19 +6,29 @@
 //! conversation at every call (system, user, each reply and each tool
 //! result), as a real agent sends it; the loop ends when the model answers
 //! without a tool call (the answer is the output) or after `max_turns`
-//! model calls (default 10,000).
+//! model calls (default 10,000). With `"talk": true` the first user
+//! message is the task's JSON and an answer without a tool call is said to
+//! the user: their reply is the next user message, and the loop ends when
+//! they leave (the output then names the ending).
 
 use serde_json::{Value, json};
 use worldline_guest::model::{self, ChatRequest, Message};
+use worldline_guest::user::{self, Turn};
 use worldline_guest::{Error, tools};
 
 fn run(task: Value) -> Result<Value, Error> {
     let prompt = task["prompt"].as_str().unwrap_or("Read the documents.");
     let max_turns = task["max_turns"].as_u64().unwrap_or(10_000);
     let clock_reads = task["clock_reads"].as_u64().unwrap_or(0);
+    let talk = task["talk"] == true;
+    let first = if talk {
+        task.to_string()
+    } else {
+        prompt.to_string()
+    };
     let mut request = ChatRequest::new(vec![
         Message::system("You read documents one by one and summarise them."),
-        Message::user(prompt.to_string()),
+        Message::user(first),
     ]);
     request.tools = model::tool_defs(&tools::specs());
     for turn in 1..=max_turns {
@@ -26,7 +36,24 @@ fn run(task: Value) -> Result<Value, Error> {
         let message = model::chat(&request)?.message();
         request.messages.push(message.clone());
         if message.tool_calls.is_empty() {
-            return Ok(json!({"answer": message.content.unwrap_or_default(), "turns": turn}));
+            let answer = message.content.unwrap_or_default();
+            if !talk {
+                return Ok(json!({"answer": answer, "turns": turn}));
+            }
+            match user::say(&answer) {
+                Turn::Reply(reply) => {
+                    request.messages.push(Message::user(reply));
+                    continue;
+                }
+                Turn::Ended { reason, satisfied } => {
+                    return Ok(json!({
+                        "answer": answer,
+                        "ended": reason,
+                        "satisfied": satisfied,
+                        "turns": turn,
+                    }));
+                }
+            }
         }
         for call in &message.tool_calls {
             let content = match tools::call_json(&call.function.name, &call.function.arguments) {

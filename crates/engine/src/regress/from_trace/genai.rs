@@ -20,6 +20,9 @@ pub(crate) struct ModelCall {
     /// The provider's error, when the call failed without an answer: the
     /// error kind a scripted reply gives and the HTTP status, if known.
     pub failed: Option<(&'static str, Option<u16>)>,
+    /// The choices the answer held (a request for `n` > 1); `output` is
+    /// the first.
+    pub choices: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +44,23 @@ pub(crate) struct ToolCall {
     pub result: Option<Value>,
 }
 
+/// A simulated user's turn: a span `worldline otel` writes for each
+/// `user.say` (`invoke_agent user`, with `worldline.user.played_by`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct UserTurn {
+    /// The turn's number (`worldline.user.turn`; none for a fork's answer).
+    pub turn: Option<u64>,
+    /// `worldline.user.played_by`: model, script, stand-in, fork, ...
+    pub played_by: String,
+    /// The user's reply (its output message), when they answered and the
+    /// content was captured.
+    pub reply: Option<String>,
+    /// How they left: the reason (when captured) and whether satisfied.
+    pub ended: Option<(Option<String>, bool)>,
+    /// The virtual time the model playing the user took.
+    pub latency_ms: Option<u64>,
+}
+
 /// A tool the agent declared.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ToolDef {
@@ -54,6 +74,8 @@ pub(crate) struct ToolDef {
 pub(crate) struct Run {
     pub model_calls: Vec<ModelCall>,
     pub tool_calls: Vec<ToolCall>,
+    /// A simulated user's turns, in the order they started.
+    pub user_turns: Vec<UserTurn>,
     /// By name, first definition kept.
     pub tools: BTreeMap<String, ToolDef>,
     pub start_ns: u64,
@@ -359,6 +381,34 @@ fn messages_in(span: &Span, key: &str, run: &mut Run) -> Option<Vec<Value>> {
     }
 }
 
+/// A simulated user's turn from its `invoke_agent user` span.
+fn user_turn(span: &Span, run: &mut Run) -> UserTurn {
+    let reply = messages_in(span, "gen_ai.output.messages", run)
+        .and_then(|out| out.into_iter().next())
+        .and_then(|m| text_of(m.get("message").unwrap_or(&m)));
+    let ended = (span.attrs.get("worldline.user.ended") == Some(&Value::Bool(true))).then(|| {
+        let reason = span.text("worldline.user.end_reason").map(String::from);
+        let satisfied = span.attrs.get("worldline.user.satisfied") == Some(&Value::Bool(true));
+        (reason, satisfied)
+    });
+    UserTurn {
+        turn: span
+            .attrs
+            .get("worldline.user.turn")
+            .and_then(Value::as_u64),
+        played_by: span
+            .text("worldline.user.played_by")
+            .unwrap_or("")
+            .to_string(),
+        reply,
+        ended,
+        latency_ms: span
+            .attrs
+            .get("worldline.virtual_latency_ms")
+            .and_then(Value::as_u64),
+    }
+}
+
 /// A GenAI chat span (attributes or events).
 fn genai_chat(span: &Span, run: &mut Run) -> ModelCall {
     let mut input = Vec::new();
@@ -368,13 +418,17 @@ fn genai_chat(span: &Span, run: &mut Run) -> ModelCall {
         input.push(json!({"role": "system", "content": text}));
     }
     let mut output = None;
+    let mut choices = 1;
     if span.attrs.contains_key("gen_ai.input.messages") {
         let msgs = messages_in(span, "gen_ai.input.messages", run);
         input.extend(msgs.iter().flatten().map(message));
         run.forms.push("gen_ai attributes");
     }
+    // Each output message is a choice (the conventions' "candidate"):
+    // the answer is the first.
     if let Some(out) = messages_in(span, "gen_ai.output.messages", run) {
         output = out.first().map(answer);
+        choices = out.len().max(1);
     }
     for e in &span.events {
         let role = match e.name.as_str() {
@@ -426,6 +480,7 @@ fn genai_chat(span: &Span, run: &mut Run) -> ModelCall {
         input,
         output,
         failed: None,
+        choices,
     }
 }
 
@@ -553,8 +608,21 @@ fn openinference_llm(span: &Span, run: &mut Run) -> ModelCall {
         .collect();
     // Every output message is part of the one answer: the Responses API's
     // parallel calls come one function call a message (only the first
-    // message's calls were kept). Their calls and texts, in order.
-    let messages = indexed(span, "llm.output_messages.");
+    // message's calls were kept). Their calls and texts, in order. But a
+    // request for `n` > 1 choices (its `llm.invocation_parameters`) is
+    // answered one choice a message (`llm.output_messages.N` is choice
+    // N), each a whole answer: the answer is the first, as the GenAI form
+    // reads its first output message (the choices were merged into one,
+    // their texts joined and their calls made one after another).
+    let asked = (span.attrs.get("llm.invocation_parameters").map(parsed))
+        .and_then(|p| p["n"].as_u64())
+        .unwrap_or(1);
+    let mut messages = indexed(span, "llm.output_messages.");
+    let choices = if asked > 1 { messages.len().max(1) } else { 1 };
+    if asked > 1 {
+        let first = messages.keys().next().copied();
+        messages.retain(|k, _| Some(*k) == first);
+    }
     let output = (!messages.is_empty()).then(|| {
         let (tool_calls, call_ids) = messages.values().flat_map(oi_calls).unzip();
         let texts: Vec<String> = (messages.values())
@@ -581,6 +649,7 @@ fn openinference_llm(span: &Span, run: &mut Run) -> ModelCall {
         input,
         output,
         failed: None,
+        choices,
     }
 }
 
@@ -678,6 +747,9 @@ pub(crate) fn run_of(spans: &[Span]) -> Run {
                 arguments: s.attrs.get("input.value").map(parsed),
                 result: s.attrs.get("output.value").map(result_of),
             });
+        } else if op == "invoke_agent" && s.attrs.contains_key("worldline.user.played_by") {
+            let turn = user_turn(s, &mut run);
+            run.user_turns.push(turn);
         } else if op == "execute_tool"
             || (op.is_empty() && s.attrs.contains_key("gen_ai.tool.name"))
         {
@@ -1060,6 +1132,45 @@ mod tests {
         assert_eq!(a.content.as_deref(), Some("looking"));
         let names: Vec<&str> = a.tool_calls.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
+    }
+
+    /// A request for `n` > 1 choices is answered one choice an output
+    /// message: the answer is the first choice, not every choice merged
+    /// (their texts joined, their calls one after another).
+    #[test]
+    fn openinference_choices_of_one_request_are_not_merged() {
+        let call = |n: u64| {
+            let s = span(&[
+                ("openinference.span.kind", json!("LLM")),
+                (
+                    "llm.invocation_parameters",
+                    json!(format!("{{\"n\": {n}}}")),
+                ),
+                ("llm.input_messages.0.message.content", json!("hi")),
+                ("llm.output_messages.0.message.content", json!("Yes.")),
+                (
+                    "llm.output_messages.1.message.tool_calls.0.tool_call.function.name",
+                    json!("b"),
+                ),
+                ("llm.output_messages.1.message.content", json!("No.")),
+            ]);
+            run_of(&[s]).model_calls.remove(0)
+        };
+        let two = call(2);
+        assert_eq!(two.choices, 2);
+        let a = two.output.unwrap();
+        assert_eq!(
+            (a.content.as_deref(), a.tool_calls.len()),
+            (Some("Yes."), 0)
+        );
+        // One choice: every output message is part of the answer.
+        let one = call(1);
+        assert_eq!(one.choices, 1);
+        let a = one.output.unwrap();
+        assert_eq!(
+            (a.content.as_deref(), a.tool_calls.len()),
+            (Some("Yes.\nNo."), 1)
+        );
     }
 
     /// A model call's span inside another's is one call: the inner one,

@@ -52,6 +52,8 @@ pub struct FromTrace {
     /// Tool calls whose recorded result is pinned as an `[[inject]]` rule
     /// (a call the trace holds no result of is answered by the world).
     pub pinned: usize,
+    /// The simulated user's turns made `[[user.rules]]` (0: no `[user]`).
+    pub user_turns: usize,
     pub tools: Vec<String>,
     /// The forms the model calls were read in.
     pub forms: Vec<&'static str>,
@@ -155,6 +157,19 @@ pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<Fro
             format!(
                 "model call {} of {total} has no answer to script (no `gen_ai.output.messages`, or not a list of messages with content or tool calls), so every later answer would be given one call early; record the trace again with content capture on, or mend that span. {CONTENT_SETTINGS}",
                 n + 1
+            ),
+        )
+        .into());
+    }
+    // A user's turn whose reply was not captured would be a rule with
+    // nothing to say.
+    if let Some(n) = (run.user_turns.iter()).position(|t| t.reply.is_none() && t.ended.is_none()) {
+        return Err(InputError::new(
+            path,
+            format!(
+                "the simulated user's turn {} of {} has no reply (no `gen_ai.output.messages` on its `invoke_agent user` span), so there is no line to script; export the run again with `worldline otel --content`",
+                n + 1,
+                run.user_turns.len()
             ),
         )
         .into());
@@ -271,6 +286,7 @@ pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<Fro
         model_calls: run.model_calls.len(),
         tool_calls: run.tool_calls.len(),
         pinned: pinned(&run),
+        user_turns: user_rules(&run).len(),
         tools,
         forms: run.forms,
     })
@@ -429,6 +445,43 @@ fn pinned(run: &Run) -> usize {
     run.tool_calls.iter().filter_map(recorded_result).count()
 }
 
+/// The simulated user's turns as a scripted user's rules, one a turn (as
+/// `case from-run` scripts a model-played user): the turn's number, the
+/// reply or the ending, and the time a model playing the user took. A
+/// turn the user had already left, or no user answered (the case had
+/// none), is no rule.
+fn user_rules(run: &Run) -> Vec<Value> {
+    let mut rules = Vec::new();
+    let mut last = 0;
+    for t in &run.user_turns {
+        if matches!(t.played_by.as_str(), "already-ended" | "nobody") {
+            continue;
+        }
+        // A fork's answer carries no number: it is the turn after the one
+        // before it.
+        let turn = match t.turn {
+            Some(n) => n,
+            None if t.played_by == "fork" => last + 1,
+            None => continue,
+        };
+        last = turn;
+        let mut rule = json!({"turn": turn});
+        if let Some(ms) = t.latency_ms {
+            rule["latency_ms"] = ms.into();
+        }
+        match (&t.reply, &t.ended) {
+            (_, Some((reason, satisfied))) => {
+                rule["end"] = reason.clone().unwrap_or_default().into();
+                rule["satisfied"] = (*satisfied).into();
+            }
+            (Some(reply), None) => rule["reply"] = reply.clone().into(),
+            (None, None) => continue,
+        }
+        rules.push(rule);
+    }
+    rules
+}
+
 fn case_toml(run: &Run, tools: &[String], origin: &Origin, source: &Path) -> Result<String> {
     let responses: Vec<Value> = run.model_calls.iter().filter_map(scripted_reply).collect();
     let mut inject = Vec::new();
@@ -478,7 +531,7 @@ fn case_toml(run: &Run, tools: &[String], origin: &Origin, source: &Path) -> Res
             system.join("\n")
         ));
     }
-    let doc = json!({
+    let mut doc = json!({
         "world": format!("{WORLD}@v1"),
         "description": description,
         // Past TOML's largest integer, its digits (as `case from-run`
@@ -492,6 +545,10 @@ fn case_toml(run: &Run, tools: &[String], origin: &Origin, source: &Path) -> Res
         "inject": inject,
         "origin": origin,
     });
+    let rules = user_rules(run);
+    if !rules.is_empty() {
+        doc["user"] = json!({"played_by": "scripted", "rules": rules});
+    }
     let mut table = match toml_of(&doc)? {
         toml::Value::Table(t) => t,
         _ => unreachable!("an object is a table"),
@@ -521,12 +578,12 @@ Made by `worldline case from-trace {}`.\n\n\
 - The tool results the trace recorded ({}), pinned in order as `[[inject]]` rules (`tool`, `nth`, `response`).\n\
 - The clock: the trace's first span.\n\
 - The seed: {}.\n\
-- `[origin]`: the trace id and the SHA-256 of the trace file.\n\
+{}- `[origin]`: the trace id and the SHA-256 of the trace file.\n\
 - Read as: {}.\n\n\
 ## Left to write\n\n\
 - Expectations: `[expect]` (the case passes whenever the agent completes).\n\
 - State: the world has no tables. Calls the trace holds no result of (it never made them, or did not record what they returned) are answered with a `not-found` error whose message starts `not_recorded`; give the world tables and rows (or a `[service]`) and remove the `not_recorded` rule of a tool to have the world answer it.\n\
-- Values the trace held as null are left out (TOML has no null).\n{}",
+- Values the trace held as null are left out (TOML has no null).\n{}{}",
         source.display(),
         run.model_calls.len(),
         if tools.is_empty() {
@@ -544,8 +601,30 @@ Made by `worldline case from-trace {}`.\n\n\
             Some(seed) => format!("{seed}, the `worldline.seed` of the trace's root span"),
             None => "0 (the trace carries no `worldline.seed`)".to_string(),
         },
+        match user_rules(run).len() {
+            0 => String::new(),
+            n => format!(
+                "- The simulated user's turns ({n}), each a `[[user.rules]]` rule of a scripted `[user]` (`turn`, then `reply`, or `end` and `satisfied`).\n"
+            ),
+        },
         run.forms.join(", "),
         undefined(run, tools),
+        several_choices(run),
+    )
+}
+
+/// The README line for model calls answered with several choices.
+fn several_choices(run: &Run) -> String {
+    let calls: Vec<String> = (run.model_calls.iter().enumerate())
+        .filter(|(_, c)| c.choices > 1)
+        .map(|(i, c)| format!("call {} ({} choices)", i + 1, c.choices))
+        .collect();
+    if calls.is_empty() {
+        return String::new();
+    }
+    format!(
+        "- Model calls answered with several choices (`n` > 1): {}. Each is scripted by its first choice, which a scripted model gives each of the `n` choices a request asks for; the other choices are in the trace only.\n",
+        calls.join(", ")
     )
 }
 

@@ -1,7 +1,9 @@
 //! Reading an OpenTelemetry trace file, bounded: OTLP protobuf (an
-//! `ExportTraceServiceRequest`, as `worldline otel -o` and OTLP/HTTP
-//! exporters send it) or OTLP JSON (one request a line, as the Collector's
-//! file exporter writes it), into plain spans with JSON attribute values.
+//! `ExportTraceServiceRequest`, as OTLP/HTTP exporters send it, or several
+//! one after another, as `worldline otel -o` writes its batches, which
+//! protobuf reads as one request holding all their spans) or OTLP JSON
+//! (one request a line, as the Collector's file exporter writes it), into
+//! plain spans with JSON attribute values.
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
@@ -73,16 +75,27 @@ pub(crate) fn read(path: &Path) -> Result<Vec<Span>, Unread> {
     // Opened without blocking and refused unless a regular file: a FIFO
     // or a device is never read.
     let file = worldline_case::bounded::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    let too_large = || {
+        Unread::from(format!(
+            "is larger than {} MiB, the most a trace file may be; export one trace (or fewer spans) per file",
+            MAX_BYTES >> 20
+        ))
+    };
+    // Refused by its size before it is read, and bounded as it is read
+    // (it may grow meanwhile).
+    let len = file
+        .metadata()
+        .map_err(|e| format!("cannot read: {e}"))?
+        .len();
+    if len > MAX_BYTES {
+        return Err(too_large());
+    }
     let mut bytes = Vec::new();
     file.take(MAX_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read: {e}"))?;
     if bytes.len() as u64 > MAX_BYTES {
-        return Err(format!(
-            "is larger than {} MiB, the most a trace file may be; export one trace (or fewer spans) per file",
-            MAX_BYTES >> 20
-        )
-        .into());
+        return Err(too_large());
     }
     parse(&bytes)
 }
