@@ -291,6 +291,66 @@ fn a_second_initialize_in_a_session_is_refused_over_both_transports() {
     assert_eq!(answered, 1, "the refused initialize is not recorded");
 }
 
+/// `worldline mcp` reads each message as JSON-RPC 2.0 says (rules 10,
+/// decision 0423): no `"jsonrpc": "2.0"`, an object `id` and a batch are
+/// `-32600` saying why (the refused `tools/list` lists nothing, the
+/// object id's `tools/call` calls nothing), a null id is taken; the
+/// session replays `identical`, each refused message derived again from
+/// its event. Over HTTP, an `initialize` so refused opens no session.
+#[test]
+fn messages_that_are_no_json_rpc_2_0_are_refused_and_the_session_replays() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = ungraded(dir.path());
+    let lines = [
+        INITIALIZE,
+        r#"{"id":2,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":{"n":3},"method":"tools/call","params":{"name":"get_alert","arguments":{"id":"ALERT-7"}}}"#,
+        r#"[{"jsonrpc":"2.0","id":4,"method":"ping"}]"#,
+        r#"{"method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+        GET_ALERT,
+    ];
+    let (answers, report) = over_stdio(&store, &case, &common::native::worlds(), &lines);
+    assert_eq!(answers.len(), 7, "{answers:?}");
+    let refused = |i: usize| {
+        assert_eq!(answers[i]["error"]["code"], -32600, "{i}: {answers:?}");
+        answers[i]["error"]["message"].as_str().unwrap().to_string()
+    };
+    assert_eq!(refused(1), r#"Invalid Request: "jsonrpc" must be "2.0""#);
+    assert_eq!(answers[1]["id"], 2);
+    assert!(refused(2).contains(r#""id" must be a string, a number or null"#));
+    assert_eq!(answers[2]["id"], Value::Null);
+    assert!(refused(3).contains("MCP 2025-06-18 removed JSON-RPC batching"));
+    assert!(refused(4).contains(r#""jsonrpc" must be "2.0""#));
+    assert_eq!(answers[5]["result"], serde_json::json!({}), "{answers:?}");
+    assert_eq!(answers[6]["result"]["isError"], false, "{answers:?}");
+    let b = read_bundle(Path::new(report["bundle"].as_str().unwrap()));
+    let calls = (b.events.iter())
+        .filter(|e| e["call"] == "worldline:agent/tools.call")
+        .count();
+    assert_eq!(calls, 1, "only the well-formed call reached the tool");
+    let run = report["run_id"].as_str().unwrap();
+    let replay = worldline(&store, ["replay", run, "--json"]);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+
+    let (server, url) = mcp_http_server(&store, &case);
+    let r = send(
+        &url,
+        "POST",
+        "/mcp",
+        "",
+        &INITIALIZE.replace(r#""jsonrpc":"2.0","#, ""),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.body.contains("-32600"), "{r:?}");
+    assert!(r.header("mcp-session-id").is_none(), "{r:?}");
+    let session = open_session(&url);
+    let r = send(&url, "POST", "/mcp", &session, GET_ALERT);
+    assert_eq!(r.status, 200, "{r:?}");
+    end_session(&url, &session, server);
+}
+
 #[test]
 fn a_world_file_is_listed_with_the_mime_type_it_is_read_with() {
     let dir = temp_dir();

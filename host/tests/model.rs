@@ -1584,3 +1584,111 @@ fn a_responses_request_s_structured_output_and_reasoning_reach_the_provider() {
     assert_no_key(&out);
     common::replays_identical(&store, out.json()["run_id"].as_str().unwrap());
 }
+
+/// Rules 10 (decision 0423): a `model.complete` request that is no JSON
+/// object (the Rust SDK's `complete` of `42`) is refused as OpenAI refuses
+/// such a body, `invalid-args` with its 400 message, and takes no
+/// scripted reply; the scripted model without a reply says what the case
+/// scripts; and a check is named by what it asserts (`calls close_ticket
+/// not attempted`, `file notes/postmortem.md absent`, each expecting
+/// `true`). The run recorded under rules 9
+/// (`tests/bundles/before-rules-10/asks.json`) replays as it ran, and is
+/// graded again as it was: `attempted` and `exists`, expecting `false`.
+#[test]
+fn a_request_that_is_no_object_is_refused_and_checks_say_what_they_assert_from_rules_10() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let fixture = workspace_root().join("tests/bundles/before-rules-10");
+    let worlds = workspace_root().join("worlds");
+    let case = fixture.join("asks.toml");
+    let names = |grade: &Value| -> Vec<(String, Value)> {
+        (grade["assertions"].as_array().unwrap().iter())
+            .map(|a| {
+                (
+                    a["what"].as_str().unwrap().to_string(),
+                    a["expected"].clone(),
+                )
+            })
+            .collect()
+    };
+    let old = common::imported_fixture(&store, "before-rules-10", "asks.json");
+    let recorded = read_bundle(&common::bundle_in(&store, &old));
+    let said = recorded.events[0]["response"]["error"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        said.ends_with("all 0 of [model] responses are used"),
+        "{said}"
+    );
+    let was = names(&recorded.footer.unwrap()["grade"]);
+    assert_eq!(
+        was[1..],
+        [
+            ("file notes/postmortem.md exists".to_string(), json!(false)),
+            ("calls close_ticket attempted".to_string(), json!(false)),
+        ]
+    );
+    let regraded = worldline(
+        &store,
+        [
+            OsStr::new("grade"),
+            OsStr::new(&old),
+            OsStr::new("--case"),
+            case.as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+            OsStr::new("--json"),
+        ],
+    );
+    assert_eq!(names(&regraded.json()["grade"]), was, "{regraded}");
+
+    let out = worldline(
+        &store,
+        [
+            OsStr::new("run"),
+            case.as_os_str(),
+            OsStr::new("--agent"),
+            asker().as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+            OsStr::new("--json"),
+        ],
+    );
+    out.expect_code(1);
+    let events = model_events(&out.bundle());
+    assert_eq!(
+        events.len(),
+        2,
+        "the refused request and the next: {events:?}"
+    );
+    let refused = &events[0]["response"]["error"];
+    assert_eq!(refused["kind"], "invalid-args", "{refused}");
+    assert_eq!(refused["status"], 400, "{refused}");
+    assert_eq!(
+        refused["message"],
+        "The request body must be a JSON object."
+    );
+    let said = events[1]["response"]["error"]["message"].as_str().unwrap();
+    assert!(
+        said.ends_with(
+            "the case scripts no replies: give its [model] [[model.responses]] (or [[model.rules]])"
+        ),
+        "{said}"
+    );
+    let doc = out.json();
+    let stop = doc["error"].as_str().unwrap();
+    assert!(
+        stop.starts_with(
+            "scripted model: no reply for the last message (the case scripts no replies"
+        ),
+        "{stop}"
+    );
+    assert_eq!(
+        names(&doc["grade"])[1..],
+        [
+            ("file notes/postmortem.md absent".to_string(), json!(true)),
+            ("calls close_ticket not attempted".to_string(), json!(true)),
+        ]
+    );
+    common::replays_identical(&store, doc["run_id"].as_str().unwrap());
+}

@@ -964,6 +964,56 @@ fn model_api_answers_take_the_vendors_shapes_from_rules_9() {
     replays_identical(&store, out.json()["run_id"].as_str().unwrap());
 }
 
+/// The world's MCP endpoint reads a message as JSON-RPC 2.0 says from
+/// rules 10 (decision 0423): one without `"jsonrpc"` or whose `id` is an
+/// object is `-32600` Invalid Request, and a batch is `-32600` saying MCP
+/// 2025-06-18 removed batching. The run recorded under rules 9
+/// (`tests/bundles/before-rules-10/rpc.json`), where the first two were
+/// served (an object id was echoed, the tool called) and the batch was a
+/// bare "Invalid Request", replays as it ran: its last request carries a
+/// digest of every answer before it.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn mcp_messages_that_are_no_json_rpc_2_0_are_invalid_requests_from_rules_10() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (recorded, out, output) =
+        recorded_in_then_anew(&store, "before-rules-10", "rpc", "rpc_probe.py");
+    // Under rules 9 the object id's `tools/call` reached the tool.
+    assert_eq!(recorded(TOOL_CALL), 2);
+    let got = output["got"].as_array().unwrap();
+    let status = |i: usize| got[i][0].as_u64().unwrap();
+    let json = |i: usize| serde_json::from_str::<Value>(got[i][1].as_str().unwrap()).unwrap();
+    assert_eq!(status(0), 200, "{output}");
+    let no_version = json(2);
+    assert_eq!(
+        (&no_version["id"], &no_version["error"]["code"]),
+        (&Value::from(2), &Value::from(-32600)),
+        "{output}"
+    );
+    assert_eq!(
+        no_version["error"]["message"],
+        "Invalid Request: \"jsonrpc\" must be \"2.0\""
+    );
+    assert_eq!(status(3), 400, "{output}");
+    assert_eq!(
+        (&json(3)["id"], &json(3)["error"]["code"]),
+        (&Value::Null, &Value::from(-32600))
+    );
+    assert_eq!(status(4), 400, "{output}");
+    let batch = json(4)["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        batch.contains("MCP 2025-06-18 removed JSON-RPC batching"),
+        "{batch}"
+    );
+    assert_eq!(status(5), 200, "{output}");
+    assert_eq!(calls_of(&out.bundle(), TOOL_CALL), 1);
+    replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+}
+
 /// Answers of an OpenAI-compatible endpoint put in each API's shape
 /// (rules 9): a refusal reaches the agent over all three APIs, a tool
 /// call whose arguments are no JSON object is a Messages 500 saying so

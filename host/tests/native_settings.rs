@@ -665,7 +665,7 @@ fn a_script_that_runs_out_is_its_own_outcome_in_run_test_and_fuzz() {
     assert_eq!(out.json()["status"], "unscripted", "{out}");
     let error = out.json()["error"].as_str().unwrap();
     assert!(
-        error.starts_with("scripted model: no rule matched the last message")
+        error.starts_with("scripted model: no reply for the last message (no [[model.rules]] matched and the case has no [[model.responses]])")
             && error.contains("something the script never heard of"),
         "{error}"
     );
@@ -691,7 +691,7 @@ fn a_script_that_runs_out_is_its_own_outcome_in_run_test_and_fuzz() {
     assert!(
         suite
             .stdout
-            .contains("unscripted — scripted model: no rule matched"),
+            .contains("unscripted — scripted model: no reply for the last message"),
         "{suite}"
     );
 

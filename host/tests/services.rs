@@ -1068,7 +1068,7 @@ fn a_service_s_integer_past_64_bits_is_refused_not_read_as_a_float() {
     assert_eq!(answer["kind"], "failed", "{answers}");
     let message = answer["message"].as_str().unwrap();
     assert!(
-        message.contains("service service.wasm answered `wide_answer` with")
+        message.contains("service service.wasm's answer to `wide_answer`:")
             && message.contains(past),
         "{message}"
     );
@@ -1086,6 +1086,38 @@ fn a_service_s_integer_past_64_bits_is_refused_not_read_as_a_float() {
         events[1].1.get("writes").is_none_or(|w| w == &json!([])),
         "a refused row is not written: {}",
         events[1].1
+    );
+    common::replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+}
+
+/// A world service's answer holding an integer no 64 bits hold fails
+/// saying `service S's answer to `T`: the integer N is past 64 bits` from
+/// rules 10 (decision 0423); the run recorded under rules 9
+/// (`tests/bundles/before-rules-10/wide-answer.json`), whose failed answer
+/// read "answered `T` with the integer N is past 64 bits", replays as it
+/// ran.
+#[test]
+fn a_service_s_wide_answer_is_worded_as_a_sentence_from_rules_10() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let old = common::imported_fixture(&store, "before-rules-10", "wide-answer.json");
+    let recorded = tool_events(common::bundle_in(&store, &old).to_str().unwrap());
+    let was = recorded[0].1["response"]["error"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        was.starts_with("service service.wasm answered `wide_answer` with the integer 18446744073709551616 is past 64 bits"),
+        "{was}"
+    );
+    let worlds = counters(dir.path());
+    let case = counters_case(dir.path(), json!([{"tool": "wide_answer", "args": {}}]), "");
+    let out = common::run_in(&store, &case, &guest("caller-agent"), &worlds);
+    out.expect_code(0);
+    let answers: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    let message = answers[0]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("service service.wasm's answer to `wide_answer`: the integer 18446744073709551616 is past 64 bits: "),
+        "{message}"
     );
     common::replays_identical(&store, out.json()["run_id"].as_str().unwrap());
 }

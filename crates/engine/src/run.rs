@@ -175,6 +175,17 @@ pub struct RunOptions<'a> {
 }
 
 impl RunOptions<'_> {
+    /// The rules the run runs under, if not [`rules::CURRENT`]: those of
+    /// the recording it follows, or of the run it repeats (decision 0423).
+    fn rules_given(&self) -> Option<u32> {
+        self.following.as_ref().map(|f| f.rules).or(self.rules)
+    }
+
+    /// The rules the run runs under.
+    pub(crate) fn rules_under(&self) -> u32 {
+        self.rules_given().unwrap_or(rules::CURRENT)
+    }
+
     /// Whether the run makes its hashes: all but a counted run kept in
     /// memory (decision 0410).
     fn hashes(&self) -> bool {
@@ -252,7 +263,7 @@ pub fn begin(
 ) -> Result<Begun> {
     // A run that follows a recording runs under its rules, as does a
     // repetition of one (decision 0423).
-    let under = opts.following.as_ref().map(|f| f.rules).or(opts.rules);
+    let under = opts.rules_given();
     if let Some(r) = under {
         header.rules = rules::in_header(r);
     }

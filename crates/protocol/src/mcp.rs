@@ -109,14 +109,20 @@ fn reply(method: Option<&str>, response: HttpResponse) -> Step {
 /// `files`: whether the world has files to offer as resources. A world
 /// without files advertises no `resources` capability, so `initialize`
 /// answers exactly as it did before resources existed and runs recorded
-/// then replay `identical`.
-pub fn request(method: &str, body: &[u8], files: bool) -> Step {
+/// then replay `identical`. `checked` (rules 10): a message that is no
+/// JSON-RPC 2.0 request, notification or response is refused
+/// ([`invalid`]); before, only a message without a method was.
+pub fn request(method: &str, body: &[u8], files: bool, checked: bool) -> Step {
     if !method.eq_ignore_ascii_case("POST") {
         return reply(None, HttpResponse::empty(405).with_header("allow", "POST"));
     }
     let Ok(message) = serde_json::from_slice::<Value>(body) else {
         return reply(None, rpc_error(&Value::Null, PARSE_ERROR, "Parse error"));
     };
+    if let Some(refused) = invalid(&message).filter(|_| checked) {
+        let method = message["method"].as_str();
+        return reply(method, refused);
+    }
     let Some(name) = message["method"].as_str() else {
         if message.is_object()
             && (message.get("result").is_some() || message.get("error").is_some())
@@ -193,6 +199,43 @@ pub fn request(method: &str, body: &[u8], files: bool) -> Step {
             rpc_error(&id, METHOD_NOT_FOUND, &format!("Method not found: {other}")),
         ),
     }
+}
+
+/// Why `message` is no JSON-RPC 2.0 message, answered `-32600` Invalid
+/// Request: a batch (MCP 2025-06-18 removed JSON-RPC batching, and this
+/// server speaks 2025-11-25 unless a client asks for an earlier revision),
+/// no `"jsonrpc": "2.0"`, or an `id` that is no string, number or null.
+/// The answer names the request's id when it is one.
+fn invalid(message: &Value) -> Option<HttpResponse> {
+    let refuse = |id: &Value, why: &str| {
+        let id = match id {
+            Value::String(_) | Value::Number(_) => id,
+            _ => &Value::Null,
+        };
+        Some(rpc_error(
+            id,
+            INVALID_REQUEST,
+            &format!("Invalid Request: {why}"),
+        ))
+    };
+    let Some(fields) = message.as_object() else {
+        return refuse(
+            &Value::Null,
+            if message.is_array() {
+                "a batch (a JSON array) is not taken: MCP 2025-06-18 removed JSON-RPC batching; send each message in a request of its own"
+            } else {
+                "a message is a JSON object"
+            },
+        );
+    };
+    let id = fields.get("id").unwrap_or(&Value::Null);
+    if fields.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return refuse(id, "\"jsonrpc\" must be \"2.0\"");
+    }
+    if !matches!(id, Value::String(_) | Value::Number(_) | Value::Null) {
+        return refuse(id, "\"id\" must be a string, a number or null");
+    }
+    None
 }
 
 /// The `tools/list` result.
@@ -371,7 +414,7 @@ mod tests {
     #[test]
     fn initialize_echoes_a_known_revision() {
         let msg = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#;
-        let Step::Reply { method, response } = request("POST", msg, true) else {
+        let Step::Reply { method, response } = request("POST", msg, true, true) else {
             panic!()
         };
         assert_eq!(method.as_deref(), Some("initialize"));
@@ -379,7 +422,7 @@ mod tests {
         assert_eq!(v["result"]["protocolVersion"], "2025-06-18");
         assert_eq!(v["id"], 1);
         let newer = br#"{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2099-01-01"}}"#;
-        let Step::Reply { response, .. } = request("POST", newer, true) else {
+        let Step::Reply { response, .. } = request("POST", newer, true, true) else {
             panic!()
         };
         assert_eq!(body(&response)["result"]["protocolVersion"], VERSIONS[0]);
@@ -391,7 +434,7 @@ mod tests {
     fn resources_are_offered_only_by_a_world_with_files() {
         let msg = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#;
         let offered = |files| {
-            let Step::Reply { response, .. } = request("POST", msg, files) else {
+            let Step::Reply { response, .. } = request("POST", msg, files, true) else {
                 panic!()
             };
             body(&response)["result"]["capabilities"].clone()
@@ -403,11 +446,61 @@ mod tests {
         );
     }
 
+    /// Checked (rules 10), a message that is no JSON-RPC 2.0 message is
+    /// `-32600` saying why; unchecked (rules 9) it was served.
+    #[test]
+    fn a_message_that_is_no_json_rpc_2_0_is_an_invalid_request_when_checked() {
+        let refused = |msg: &[u8], checked| match request("POST", msg, true, checked) {
+            Step::Reply { response, .. } => {
+                let v = body(&response);
+                (v["error"]["code"] == INVALID_REQUEST).then_some((response.status, v))
+            }
+            _ => None,
+        };
+        let no_version = br#"{"id":1,"method":"tools/list"}"#;
+        let (status, v) = refused(no_version, true).unwrap();
+        assert_eq!((status, &v["id"]), (200, &json!(1)));
+        assert_eq!(
+            v["error"]["message"],
+            "Invalid Request: \"jsonrpc\" must be \"2.0\""
+        );
+        assert!(refused(no_version, false).is_none());
+        let old = br#"{"jsonrpc":"1.0","id":"a","method":"ping"}"#;
+        assert!(refused(old, true).is_some() && refused(old, false).is_none());
+        let object_id = br#"{"jsonrpc":"2.0","id":{"n":1},"method":"tools/list"}"#;
+        let (status, v) = refused(object_id, true).unwrap();
+        assert_eq!((status, &v["id"]), (400, &Value::Null));
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("\"id\" must be")
+        );
+        assert_eq!(
+            request("POST", object_id, true, false),
+            Step::ListTools {
+                id: json!({"n": 1})
+            }
+        );
+        let batch = br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#;
+        let (status, v) = refused(batch, true).unwrap();
+        assert_eq!(status, 400);
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("MCP 2025-06-18 removed JSON-RPC batching"),
+            "{v}"
+        );
+        let null_id = br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#;
+        assert!(refused(null_id, true).is_none());
+    }
+
     #[test]
     fn calls_lists_notifications_and_protocol_errors() {
         let call = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_alert","arguments":{"id":"A"}}}"#;
         assert_eq!(
-            request("POST", call, true),
+            request("POST", call, true, true),
             Step::CallTool {
                 id: json!(3),
                 name: "get_alert".into(),
@@ -416,14 +509,14 @@ mod tests {
         );
         let list = br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
         assert_eq!(
-            request("POST", list, true),
+            request("POST", list, true, true),
             Step::ListTools { id: json!(2) }
         );
         let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         assert!(
-            matches!(request("POST", note, true), Step::Reply { response, .. } if response.status == 202)
+            matches!(request("POST", note, true, true), Step::Reply { response, .. } if response.status == 202)
         );
-        let Step::Reply { response, .. } = request("POST", b"{nope", true) else {
+        let Step::Reply { response, .. } = request("POST", b"{nope", true, true) else {
             panic!()
         };
         assert_eq!(
@@ -431,17 +524,17 @@ mod tests {
             (400, json!(-32700))
         );
         let unknown = br#"{"jsonrpc":"2.0","id":4,"method":"prompts/list"}"#;
-        let Step::Reply { response, .. } = request("POST", unknown, true) else {
+        let Step::Reply { response, .. } = request("POST", unknown, true, true) else {
             panic!()
         };
         assert_eq!(body(&response)["error"]["code"], -32601);
         let nameless = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{}}"#;
-        let Step::Reply { response, .. } = request("POST", nameless, true) else {
+        let Step::Reply { response, .. } = request("POST", nameless, true, true) else {
             panic!()
         };
         assert_eq!(body(&response)["error"]["code"], -32602);
         assert!(
-            matches!(request("GET", b"", true), Step::Reply { response, .. } if response.status == 405)
+            matches!(request("GET", b"", true, true), Step::Reply { response, .. } if response.status == 405)
         );
     }
 
@@ -479,12 +572,12 @@ mod tests {
     fn world_files_are_resources() {
         let list = br#"{"jsonrpc":"2.0","id":7,"method":"resources/list","params":{}}"#;
         assert_eq!(
-            request("POST", list, true),
+            request("POST", list, true, true),
             Step::ListResources { id: json!(7) }
         );
         let read = br#"{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"file:///runbooks/check%20out.md"}}"#;
         assert_eq!(
-            request("POST", read, true),
+            request("POST", read, true, true),
             Step::ReadResource {
                 id: json!(8),
                 path: "runbooks/check out.md".into()
@@ -492,7 +585,7 @@ mod tests {
         );
         let other =
             br#"{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"uri":"https://x/y"}}"#;
-        let Step::Reply { response, .. } = request("POST", other, true) else {
+        let Step::Reply { response, .. } = request("POST", other, true, true) else {
             panic!()
         };
         assert_eq!(body(&response)["error"]["code"], -32002);

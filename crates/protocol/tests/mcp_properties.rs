@@ -163,8 +163,9 @@ proptest! {
         method in http_method(),
         body in body(),
         files in any::<bool>(),
+        checked in any::<bool>(),
     ) {
-        let step = mcp::request(&method, &body, files);
+        let step = mcp::request(&method, &body, files, checked);
         let sent: Option<Value> = serde_json::from_slice(&body).ok();
         match step {
             Step::Reply { response, .. } => {

@@ -133,16 +133,33 @@ pub fn changed_assertions(
 /// Whether `old`, a check's name in a grade under `rules`, is the check
 /// this worldline names `what`: under rules 7 and before, an output `json`
 /// check of a run without (JSON) output was named by its path alone
-/// (`output P` for `output P equals`; rules 8).
+/// (`output P` for `output P equals`; rules 8); under rules 9 and before,
+/// a negative check by its flag (`calls T attempted` for `calls T not
+/// attempted`, `P exists` for `P absent` and the reverse; rules 10).
 fn renamed(old: &str, rules: u32, what: &str) -> bool {
+    use worldline_log::log::rules::{
+        CHECKS_NAMED_BY_WHAT_THEY_ASSERT, OUTPUT_CHECK_NAMED_BY_ITS_TEST,
+    };
     let test = what.strip_prefix(old).and_then(|t| t.strip_prefix(' '));
-    rules < worldline_log::log::rules::OUTPUT_CHECK_NAMED_BY_ITS_TEST
+    let by_path = rules < OUTPUT_CHECK_NAMED_BY_ITS_TEST
         && old.starts_with("output ")
         && test.is_some_and(|t| {
             ["exists", "absent", "equals", "contains"]
                 .iter()
                 .any(|w| t.starts_with(w))
-        })
+        });
+    let by_flag = rules < CHECKS_NAMED_BY_WHAT_THEY_ASSERT
+        && [
+            (" not attempted", " attempted"),
+            (" absent", " exists"),
+            (" exists", " absent"),
+        ]
+        .iter()
+        .any(|(now, was)| {
+            what.strip_suffix(now)
+                .is_some_and(|stem| old.strip_suffix(was) == Some(stem))
+        });
+    by_path || by_flag
 }
 
 #[cfg(test)]
@@ -164,5 +181,22 @@ mod tests {
         ));
         assert!(!renamed("output contains", 7, "output contains any of"));
         assert!(!renamed("status", 7, "status equals"));
+    }
+
+    #[test]
+    fn a_negative_check_named_by_its_flag_under_rules_9_is_the_one_named_by_what_it_asserts() {
+        assert!(renamed(
+            "calls close attempted",
+            9,
+            "calls close not attempted"
+        ));
+        assert!(renamed("file a.md exists", 9, "file a.md absent"));
+        assert!(renamed("t/1 absent", 0, "t/1 exists"));
+        assert!(!renamed(
+            "calls close attempted",
+            10,
+            "calls close not attempted"
+        ));
+        assert!(!renamed("file a.md exists", 9, "file b.md absent"));
     }
 }

@@ -3,7 +3,7 @@
 //! a file, a row count and a sum, over rows in key order; text compared
 //! with its line feeds removed when the check says `ignore_newlines`.
 
-use super::{Assertion, Test, check, value_at, value_check};
+use super::{Assertion, Test, check, presence, value_at, value_check};
 use serde_json::{Map, Value, json};
 use worldline_case::case::conditions::{Conditions, conditions};
 use worldline_case::case::expect::{Pick, StateCheck};
@@ -12,9 +12,10 @@ use worldline_case::world::compare::{self, Equality};
 use worldline_case::world::state::State;
 
 /// The test of a file or row assertion (`count` is judged apart), with
-/// `expected` for the check's `equals` or `contains`.
-fn test_of<'a>(c: &StateCheck, expected: Option<&'a Value>) -> Option<Test<'a>> {
-    let test = c.exists.map(Test::Exists).or(c.absent.map(Test::Absent));
+/// `expected` for the check's `equals` or `contains`, named under the
+/// run's `rules` ([`presence`]).
+fn test_of<'a>(c: &StateCheck, expected: Option<&'a Value>, rules: u32) -> Option<Test<'a>> {
+    let test = presence(c.exists, c.absent, rules);
     test.or(match (expected, c.equals.is_some()) {
         (Some(v), true) if c.as_set => Some(Test::SameSet(v)),
         (Some(v), true) => Some(Test::Equals(v)),
@@ -25,37 +26,48 @@ fn test_of<'a>(c: &StateCheck, expected: Option<&'a Value>) -> Option<Test<'a>> 
 
 /// Judge `value` at `place` by the check's test; with `ignore_newlines`,
 /// both texts without their line feeds.
-fn judge(c: &StateCheck, place: &str, value: Option<&Value>, eq: Equality) -> Assertion {
+fn judge(
+    c: &StateCheck,
+    place: &str,
+    value: Option<&Value>,
+    (eq, rules): (Equality, u32),
+) -> Assertion {
     let expected = c.equals.as_ref().or(c.contains.as_ref());
     if !c.ignore_newlines {
-        return value_check(place, value, test_of(c, expected), c.ignore_case, eq);
+        return value_check(place, value, test_of(c, expected, rules), c.ignore_case, eq);
     }
     let value = value.map(compare::without_newlines);
     let expected = expected.map(compare::without_newlines);
     value_check(
         &format!("{place} (newlines removed)"),
         value.as_ref(),
-        test_of(c, expected.as_ref()),
+        test_of(c, expected.as_ref(), rules),
         c.ignore_case,
         eq,
     )
 }
 
-pub(super) fn state_check(c: &StateCheck, state: &State, eq: Equality) -> Assertion {
+/// Judge check `c` on `state`, comparing as `eq` says and naming it under
+/// the run's `rules`.
+pub(super) fn state_check(
+    c: &StateCheck,
+    state: &State,
+    (eq, rules): (Equality, u32),
+) -> Assertion {
     let eq = eq.with_numbers(c.numbers);
     if let Some(path) = &c.file {
         let data = state
             .files
             .get(path)
             .map(|d| Value::String(String::from_utf8_lossy(&d.to_bytes()).into_owned()));
-        return judge(c, &format!("file {path}"), data.as_ref(), eq);
+        return judge(c, &format!("file {path}"), data.as_ref(), (eq, rules));
     }
     let table = c.table.as_deref().unwrap_or("");
     if let Some(field) = &c.sum {
         return sum_check(c, table, field, state, eq);
     }
     if let Some(pick) = c.row {
-        return picked_row_check(c, table, pick, state, eq);
+        return picked_row_check(c, table, pick, state, (eq, rules));
     }
     if c.count.is_some() || c.key.is_none() {
         return count_check(c, table, state, eq);
@@ -73,7 +85,7 @@ pub(super) fn state_check(c: &StateCheck, state: &State, eq: Equality) -> Assert
         ),
         None => (format!("{table}/{key}"), row),
     };
-    judge(c, &place, value, eq)
+    judge(c, &place, value, (eq, rules))
 }
 
 /// The rows of `table` that match the check's `where`, with their keys,
@@ -127,7 +139,7 @@ fn picked_row_check(
     table: &str,
     pick: Pick,
     state: &State,
-    eq: Equality,
+    (eq, rules): (Equality, u32),
 ) -> Assertion {
     let mut rows = matching_rows(c, table, state, eq);
     if let Some(by) = &c.order_by {
@@ -161,7 +173,7 @@ fn picked_row_check(
         }
         None => row,
     };
-    judge(c, &place, value, eq)
+    judge(c, &place, value, (eq, rules))
 }
 
 /// ` where {...}`, or nothing.
@@ -247,7 +259,12 @@ mod tests {
     fn judged(check: &str) -> bool {
         let c: StateCheck = toml::from_str(check).unwrap();
         c.check(&[&"trash".to_string()]).unwrap();
-        state_check(&c, &trash(), Equality::default()).passed
+        state_check(
+            &c,
+            &trash(),
+            (Equality::default(), worldline_log::log::rules::CURRENT),
+        )
+        .passed
     }
 
     /// A `sum` over a row whose field holds no number fails, naming it
@@ -264,12 +281,23 @@ mod tests {
         }}}, "files": {}}))
             .unwrap();
         let c: StateCheck = toml::from_str("table='orders'\nsum='total'\nequals=10").unwrap();
-        let a = state_check(&c, &state, Equality::default());
+        let a = state_check(
+            &c,
+            &state,
+            (Equality::default(), worldline_log::log::rules::CURRENT),
+        );
         assert!(!a.passed);
         assert_eq!(a.actual, json!("row 8's total is \"5\", not a number"));
         let c: StateCheck =
             toml::from_str("table='orders'\nsum='total'\nequals=10\nwhere={id={ne=8}}").unwrap();
-        assert!(state_check(&c, &state, Equality::default()).passed);
+        assert!(
+            state_check(
+                &c,
+                &state,
+                (Equality::default(), worldline_log::log::rules::CURRENT)
+            )
+            .passed
+        );
     }
 
     /// `ignore_newlines`: `body.replace("\n", "")` on both sides, in the

@@ -151,12 +151,12 @@ pub(crate) fn checks(
     let upto = &ev.events[from.min(*end)..(*end + 1).min(ev.events.len())];
     let mut out = Vec::new();
     for c in &t.state {
-        let mut a = state_check(c, state, eq);
+        let mut a = state_check(c, state, (eq, ev.rules));
         a.what = name(&a.what);
         out.push((a, c.weight));
     }
     for c in &t.calls {
-        let mut a = calls_check(c, upto, eq);
+        let mut a = calls_check(c, upto, (eq, ev.rules));
         a.what = name(&a.what);
         out.push((a, c.weight));
     }

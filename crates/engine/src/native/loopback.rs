@@ -514,8 +514,15 @@ async fn mcp(lb: &Arc<Loopback>, method: &str, headers: &HeaderMap, body: Bytes)
     lb.seen(&session);
     match answered {
         Ok(Some(r)) => {
+            // An `initialize` refused (no JSON-RPC 2.0 message, rules 10)
+            // opens no session: the client may send it again.
+            let opened =
+                serde_json::from_slice::<Value>(&r.body).is_ok_and(|a| a.get("result").is_some());
+            if new_session.is_some() && !opened {
+                *lb.mcp_session.lock().expect("session lock") = None;
+            }
             let mut out = response(r);
-            if let Some(id) = new_session
+            if let Some(id) = new_session.filter(|_| opened)
                 && let Ok(v) = header::HeaderValue::try_from(id)
             {
                 out.headers_mut().insert("mcp-session-id", v);

@@ -539,6 +539,7 @@ async fn reset_fork(
     end_open(session).await;
     let events = prefix.events;
     let forked = json!({"run": prefix.run, "at": prefix.at});
+    let rules = prefix.opts.rules_under();
     let begun = Session::begin(served, prefix.case, prefix.agent, prefix.opts, episode_id);
     let mut s = match begun.await {
         Ok(s) => s,
@@ -546,7 +547,7 @@ async fn reset_fork(
     };
     let mut tools = None;
     for event in &events {
-        let Some(message) = rederive::message_of(event, s.steps + 1) else {
+        let Some(message) = rederive::message_of(event, s.steps + 1, rules) else {
             continue;
         };
         let listed = message.method.as_deref() == Some("tools/list");

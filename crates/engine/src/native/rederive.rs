@@ -16,7 +16,7 @@ use worldline_case::case::Case;
 use worldline_log::log::bundle::NativeAgent;
 use worldline_log::log::bundle::Status;
 use worldline_log::log::payload::Transport;
-use worldline_log::log::{Call, Event, Header, Kind};
+use worldline_log::log::{Call, Event, Header, Kind, rules};
 use worldline_protocol::routes::Route;
 use worldline_runtime::mediate::boundary::Via;
 use worldline_runtime::sandbox::Sandbox;
@@ -85,6 +85,20 @@ pub(crate) fn rpc(via: Via, id: Option<u64>, method: &str, params: Value) -> Mes
     }
 }
 
+/// A message without `"jsonrpc"` naming `method`, which the endpoint
+/// refuses under rules 10 with `status` (an id with 200, none with 400).
+fn refused_rpc(via: Via, id: u64, method: &str, status: u16) -> Message {
+    let mut msg = json!({"method": method});
+    if status != 400 {
+        msg["id"] = json!(id);
+    }
+    Message {
+        via,
+        body: worldline_case::canon::to_string(&msg).into_bytes(),
+        method: Some(method.into()),
+    }
+}
+
 /// Re-execute `case` from `events` (`agent` the run's recorded identity;
 /// `opts` following the recording): each derived message in order, then
 /// the end of the session.
@@ -97,6 +111,7 @@ pub(crate) fn rerun(
     ended: Option<Status>,
 ) -> Result<RunOutcome> {
     let header = super::header(sandbox, case, agent);
+    let rules = opts.rules_under();
     let (handle, receiver) = session::channel();
     std::thread::scope(|s| {
         let mediator = s.spawn(|| session::mediate(sandbox, case, header, opts, receiver));
@@ -104,7 +119,7 @@ pub(crate) fn rerun(
         let mut stopped = false;
         let mut last_call = None;
         for event in events {
-            let Some(message) = message_of(event, sent + 1) else {
+            let Some(message) = message_of(event, sent + 1, rules) else {
                 continue;
             };
             sent += 1;
@@ -122,7 +137,7 @@ pub(crate) fn rerun(
         // and the run ends at the limit as it did, not `completed`.
         if !stopped
             && ended == Some(Status::StepLimit)
-            && let Some(message) = last_call.and_then(|e| message_of(e, sent + 1))
+            && let Some(message) = last_call.and_then(|e| message_of(e, sent + 1, rules))
         {
             handle.call_blocking(job(message));
         }
@@ -133,9 +148,9 @@ pub(crate) fn rerun(
     })
 }
 
-/// The message a recorded event answered, with JSON-RPC id `id`; `None`
-/// for an event no MCP message made.
-pub(crate) fn message_of(event: &Event, id: u64) -> Option<Message> {
+/// The message a recorded event answered, with JSON-RPC id `id`, in a run
+/// under `rules`; `None` for an event no MCP message made.
+pub(crate) fn message_of(event: &Event, id: u64, rules: u32) -> Option<Message> {
     let typed = event.typed();
     let mut transport = typed.transport()?.clone();
     if transport.api() != Route::Mcp.api() {
@@ -173,6 +188,13 @@ pub(crate) fn message_of(event: &Event, id: u64) -> Option<Message> {
             let method = transport.detail_mut()["rpc"].as_str().map(str::to_string);
             let body: &[u8] = match (method, response.status == 202) {
                 (Some(m), true) => return Some(rpc(via, None, &m, json!({}))),
+                // From rules 10 a message without `"jsonrpc"` is refused
+                // with its method and the status its id gives (200 with a
+                // number, 400 without), whatever the method: the record
+                // of any answer the protocol gave alone.
+                (Some(m), false) if rules >= rules::MCP_JSON_RPC_CHECKED => {
+                    return Some(refused_rpc(via, id, &m, response.status));
+                }
                 (Some(m), false) => return Some(rpc(via, Some(id), &m, json!({}))),
                 // A client's response to a request (accepted), or a
                 // message that was not JSON-RPC.

@@ -6,7 +6,7 @@
 //! recorded before there were rules: 0.
 
 /// The rules a new run runs under.
-pub const CURRENT: u32 = 9;
+pub const CURRENT: u32 = 10;
 
 /// From 1: a route's path and query text is typed by every type its
 /// parameter's schema accepts (`type = ["integer", "null"]`, an
@@ -226,6 +226,41 @@ pub const SCRIPTED_MODEL_ANSWERS_N_CHOICES: u32 = 9;
 /// (`12:05:03.24Z` sorted after `12:05:03.238Z`, and `12:05:03Z` after
 /// both).
 pub const NOW_WITH_NINE_FRACTION_DIGITS: u32 = 9;
+
+/// From 10: a grade's check is named by what it asserts: `attempted =
+/// false` is `calls T not attempted`, `exists = false` is `P absent` and
+/// `absent = false` is `P exists`, each expecting `true` of what its name
+/// says; under 9 they were named `calls T attempted`, `P exists` and `P
+/// absent`, expecting `false`, so a passing check read as the opposite.
+pub const CHECKS_NAMED_BY_WHAT_THEY_ASSERT: u32 = 10;
+
+/// From 10: a message to the world's MCP endpoint is read as JSON-RPC 2.0
+/// says: one without `"jsonrpc": "2.0"`, or whose `id` is no string,
+/// number or null, is `-32600` Invalid Request saying which; a batch (a
+/// JSON array) is `-32600` saying MCP 2025-06-18 removed batching, one
+/// message per request. Under 9 such a message was served as any other
+/// (an object id was echoed) and a batch was a bare "Invalid Request".
+pub const MCP_JSON_RPC_CHECKED: u32 = 10;
+
+/// From 10: the scripted model without a reply says what the case
+/// scripts (`the case scripts no [[model.responses]]`, `all 2
+/// [[model.responses]] are used`); under 9 it said "no [[model.rules]]
+/// matched and all 0 of [model] responses are used" whether or not the
+/// case had rules or responses.
+pub const UNSCRIPTED_SAYS_WHAT_THE_CASE_SCRIPTS: u32 = 10;
+
+/// From 10: a world service's answer holding an integer no 64 bits hold
+/// fails saying `service S's answer to `T`: the integer N is past 64 bits
+/// ...`; under 9 it read "service S answered `T` with the integer N is
+/// past 64 bits".
+pub const SERVICE_WIDE_ANSWER_WORDED: u32 = 10;
+
+/// From 10: a `model.complete` request (the Rust guest SDK's
+/// `complete_json`) that is no JSON object is refused as OpenAI refuses
+/// such a body: `invalid-args` with OpenAI's 400 message, recorded with
+/// `status` 400 and reaching no model; under 9 the model answered it (the
+/// scripted model took a reply for it).
+pub const MODEL_REQUEST_MUST_BE_AN_OBJECT: u32 = 10;
 
 /// The rules of a header's `rules` (`None`: 0), or [`Later`] when a later
 /// worldline recorded them: what it changed is not known here.

@@ -225,7 +225,8 @@ impl RunState {
     fn mcp(&mut self, method: &str, body: &[u8], via: &Via) -> wasmtime::Result<HttpResponse> {
         let transport = via.transport(Route::Mcp.api());
         let files = !self.med.services.world().initial.files.is_empty();
-        match mcp::request(method, body, files) {
+        let checked = self.med.rules() >= rules::MCP_JSON_RPC_CHECKED;
+        match mcp::request(method, body, files, checked) {
             Step::Reply { method, response } => {
                 self.protocol_answer(via, transport, noted("rpc", method), response)
             }

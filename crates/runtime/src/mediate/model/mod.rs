@@ -149,7 +149,8 @@ impl ModelService {
     pub(in crate::mediate) fn pass_over(&mut self, request: &Value) {
         self.calls += 1;
         if matches!(self.config.provider, Provider::Scripted) {
-            let _ = self.scripted.choose(request);
+            // Its reply is passed over; why there is none is not said.
+            let _ = self.scripted.choose(request, rules::CURRENT);
         }
     }
 
@@ -196,10 +197,10 @@ impl ModelService {
         appended: bool,
         rules: u32,
     ) -> (Value, u64) {
-        let chosen = match self.scripted.choose(request) {
+        let chosen = match self.scripted.choose(request, rules) {
             Ok(c) => c,
             Err(message) => {
-                self.unscripted = Some(scripted::unmatched(&message, request));
+                self.unscripted = Some(scripted::unmatched(&message, request, rules));
                 let mut r = error_answer(ErrorKind::Unavailable, message).response;
                 r["model_call"] = json!({"provider": "scripted"});
                 return (r, self.config.latency_ms);
@@ -446,6 +447,38 @@ impl RunState {
         Ok(r)
     }
 
+    /// A `model.complete` request that is no JSON object, refused as
+    /// OpenAI refuses such a body (`why`, its 400's message) from rules 10
+    /// ([`rules::MODEL_REQUEST_MUST_BE_AN_OBJECT`]): recorded as a model
+    /// call answered `invalid-args` with `status` 400, no provider asked
+    /// and no scripted reply taken.
+    fn refused_request(
+        &mut self,
+        request: Value,
+        why: String,
+    ) -> wasmtime::Result<Answered<ModelAnswer>> {
+        // A rerun's recording keeps in step: the call it recorded for this
+        // request is passed over (or, if it differs, the recording left).
+        if let Some(c) = self.med.services.model.cassette.as_mut() {
+            let hit = c.peek(&request).is_some();
+            c.advance(hit);
+        }
+        let call_request = ModelRequest {
+            provider: self.med.services.model.config.provider.as_str().to_string(),
+            request: Value::Null,
+            transport: None,
+            detail: Default::default(),
+        };
+        let serve = move |_: &mut super::HostServices, _: &Value| {
+            let mut r = error_answer(ErrorKind::InvalidArgs, why);
+            r.response["error"]["status"] = json!(400);
+            r
+        };
+        (self.med)
+            .call_moving::<kind::ModelComplete>(&call_request, ("request", request), false, serve)
+            .map_err(wasmtime::Error::new)
+    }
+
     /// After a model call is recorded: the rerun's cassette moved on, and
     /// the stop the call asked for, if any.
     fn after_model_call(&mut self, hit: bool, miss: bool) -> wasmtime::Result<()> {
@@ -535,10 +568,28 @@ impl model::Host for RunState {
                 r
             }
             None => {
-                let request: Value = match serde_json::from_str(&request_json) {
-                    Ok(v) => v,
-                    Err(_) => Value::String(request_json.clone()),
+                let (request, refusal) = match serde_json::from_str(&request_json) {
+                    Ok(v @ Value::Object(_)) => (v, None),
+                    Ok(v) => (
+                        v,
+                        Some("The request body must be a JSON object.".to_string()),
+                    ),
+                    Err(e) => (
+                        Value::String(request_json.clone()),
+                        Some(format!(
+                            "We could not parse the JSON body of your request. ({e})"
+                        )),
+                    ),
                 };
+                if let Some(why) =
+                    refusal.filter(|_| self.med.rules() >= rules::MODEL_REQUEST_MUST_BE_AN_OBJECT)
+                {
+                    self.med.services.model.last = None;
+                    let r = self.refused_request(request, why)?;
+                    return Ok(Err(super::agent_api::error_of(
+                        r.typed.error.as_ref().expect("a refusal is an error"),
+                    )));
+                }
                 let service = &self.med.services.model;
                 let keep =
                     service.cassette.is_none() && service.config.provider == Provider::Scripted;

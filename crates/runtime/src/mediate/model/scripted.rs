@@ -18,6 +18,7 @@ use rand_core::RngCore;
 use serde_json::{Value, json};
 use worldline_case::case::model::{ModelConfig, Reply, Rule};
 use worldline_case::path::JsonPath;
+use worldline_log::log::rules;
 
 pub(crate) struct Scripted {
     rules: Vec<(Rule, Option<JsonPath>)>,
@@ -56,8 +57,9 @@ impl Scripted {
         self.rng = rng;
     }
 
-    /// The reply for `request`, or why there is none.
-    pub(crate) fn choose(&mut self, request: &Value) -> Result<Chosen, String> {
+    /// The reply for `request`, or why there is none (worded as the run's
+    /// `rules` say).
+    pub(crate) fn choose(&mut self, request: &Value, rules: u32) -> Result<Chosen, String> {
         let input = chat::last_input(request);
         let hit = self
             .rules
@@ -100,13 +102,32 @@ impl Scripted {
                     source: json!({"response": self.next - 1}),
                 })
             }
-            None => Err(format!(
-                "the scripted model has no reply for this request: no [[model.rules]] matched and all {} of [model] responses are used",
-                self.responses.len()
-            )),
+            None => Err(format!("{NO_REPLY}{}", self.none_left(rules))),
+        }
+    }
+
+    /// Why no reply is left, as the run's `rules` word it: from rules 10
+    /// by what the case scripts ([`rules::UNSCRIPTED_SAYS_WHAT_THE_CASE_SCRIPTS`]).
+    fn none_left(&self, rules: u32) -> String {
+        let n = self.responses.len();
+        if rules < rules::UNSCRIPTED_SAYS_WHAT_THE_CASE_SCRIPTS {
+            return format!("no [[model.rules]] matched and all {n} of [model] responses are used");
+        }
+        let used = match n {
+            0 => "the case has no [[model.responses]]".to_string(),
+            1 => "the case's one [[model.responses]] entry is used".to_string(),
+            n => format!("all {n} of the case's [[model.responses]] are used"),
+        };
+        match (self.rules.is_empty(), n) {
+            (true, 0) => "the case scripts no replies: give its [model] [[model.responses]] (or [[model.rules]])".to_string(),
+            (true, _) => used,
+            (false, _) => format!("no [[model.rules]] matched and {used}"),
         }
     }
 }
+
+/// How [`Scripted::choose`]'s reason starts.
+const NO_REPLY: &str = "the scripted model has no reply for this request: ";
 
 /// The longest part of the agent's message an `unscripted` run's error
 /// shows.
@@ -114,17 +135,22 @@ const SHOWN: usize = 300;
 
 /// Why the run stops when the script has no reply (`why`, from
 /// [`Scripted::choose`]), with the agent's last user or tool message, cut
-/// to [`SHOWN`] characters.
-pub(crate) fn unmatched(why: &str, request: &Value) -> String {
+/// to [`SHOWN`] characters; from rules 10 it says no reply was left, not
+/// that no rule matched (the case may have none).
+pub(crate) fn unmatched(why: &str, request: &Value, rules: u32) -> String {
     let text = chat::last_input(request).map_or_else(String::new, |(t, _)| t);
     let mut shown: String = text.chars().take(SHOWN).collect();
     if text.chars().count() > SHOWN {
         shown.push('…');
     }
+    let lead = if rules < rules::UNSCRIPTED_SAYS_WHAT_THE_CASE_SCRIPTS {
+        "no rule matched the last message"
+    } else {
+        "no reply for the last message"
+    };
     format!(
-        "scripted model: no rule matched the last message ({}); the message: {}",
-        why.strip_prefix("the scripted model has no reply for this request: ")
-            .unwrap_or(why),
+        "scripted model: {lead} ({}); the message: {}",
+        why.strip_prefix(NO_REPLY).unwrap_or(why),
         worldline_case::canon::to_string(&Value::String(shown))
     )
 }
@@ -191,7 +217,8 @@ mod tests {
 
     fn ask(s: &mut Scripted, role: &str, content: &str) -> Result<Value, String> {
         let req = json!({"messages": [{"role": role, "content": content}]});
-        s.choose(&req).map(|c| json!([c.reply, c.source]))
+        s.choose(&req, rules::CURRENT)
+            .map(|c| json!([c.reply, c.source]))
     }
 
     #[test]
@@ -209,6 +236,55 @@ mod tests {
             ask(&mut s, "user", "other")
                 .unwrap_err()
                 .contains("no reply")
+        );
+    }
+
+    /// From rules 10 the miss says what the case scripts; under 9 it said
+    /// "all 0 of [model] responses are used" of a case with none.
+    #[test]
+    fn a_miss_says_what_the_case_scripts_from_rules_10() {
+        let req = json!({"messages": [{"role": "user", "content": "hi"}]});
+        let why = |config: &ModelConfig, rules| {
+            let mut s = Scripted::new(config, ChaCha20Rng::seed_from_u64(1));
+            (0..config.responses.len()).for_each(|_| drop(s.choose(&req, rules)));
+            s.choose(&req, rules).err().unwrap()
+        };
+        let none = ModelConfig::default();
+        assert_eq!(
+            why(&none, 9),
+            "the scripted model has no reply for this request: no [[model.rules]] matched and all 0 of [model] responses are used"
+        );
+        assert_eq!(
+            why(&none, 10),
+            "the scripted model has no reply for this request: the case scripts no replies: give its [model] [[model.responses]] (or [[model.rules]])"
+        );
+        let two = ModelConfig {
+            responses: vec![Reply::Text("a".into()), Reply::Text("b".into())],
+            ..ModelConfig::default()
+        };
+        assert!(why(&two, 10).ends_with(": all 2 of the case's [[model.responses]] are used"));
+        let ruled = ModelConfig {
+            rules: vec![Rule {
+                contains: Some("never".into()),
+                reply: Some(Reply::Text("x".into())),
+                ..Rule::default()
+            }],
+            ..ModelConfig::default()
+        };
+        assert!(
+            why(&ruled, 10)
+                .ends_with(": no [[model.rules]] matched and the case has no [[model.responses]]")
+        );
+        let stop = unmatched(&why(&none, 10), &req, 10);
+        assert!(
+            stop.starts_with(
+                "scripted model: no reply for the last message (the case scripts no replies"
+            ),
+            "{stop}"
+        );
+        assert!(
+            unmatched(&why(&none, 9), &req, 9)
+                .starts_with("scripted model: no rule matched the last message (")
         );
     }
 

@@ -230,7 +230,11 @@ impl Runtime {
                 Ok(_) if let Some(wide) = wide_integer::find(&out).filter(|_| wide_refused) => (
                     Err(ToolFailure::new(
                         ErrorKind::Failed,
-                        format!("service {name} answered `{tool}` with {}", wide.message()),
+                        if run_rules >= rules::SERVICE_WIDE_ANSWER_WORDED {
+                            format!("service {name}'s answer to `{tool}`: {}", wide.message())
+                        } else {
+                            format!("service {name} answered `{tool}` with {}", wide.message())
+                        },
                     )),
                     json!({"component": name, "reads": reads, "fuel": fuel}),
                 ),
