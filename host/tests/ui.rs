@@ -298,6 +298,62 @@ fn pages_show_the_runs_a_run_an_event_a_diff_and_a_campaign() {
     let missing = s.get(&format!("/run/{}/event/99999", fx.failed));
     assert_eq!(missing.status, 400);
     assert!(missing.body.contains("no event 99999"));
+    // Named by the run's id, not by its file in the store (the page showed
+    // the store's absolute path).
+    let root = store.display().to_string();
+    assert!(
+        missing.body.contains(&format!("{}: no event", fx.failed)) && !missing.body.contains(&root),
+        "{}",
+        missing.body
+    );
+    let nope = s.get("/campaign/nope");
+    assert_eq!(nope.status, 404);
+    assert!(
+        nope.body.contains("campaign nope: ") && !nope.body.contains(&root),
+        "{}",
+        nope.body
+    );
+    // A replay's or a fork's address asked again (a reload) leads back to
+    // its page (it was a blank 405).
+    let again = s.get(&format!("/run/{}/replay", fx.failed));
+    assert_eq!(again.status, 303, "{again:?}");
+    assert_eq!(
+        again.header("location"),
+        Some(format!("/run/{}", fx.failed).as_str())
+    );
+    let again = s.get(&format!("/run/{}/event/{}/fork", fx.failed, fx.stale));
+    assert_eq!(again.status, 303, "{again:?}");
+    assert_eq!(
+        again.header("location"),
+        Some(format!("/run/{}/event/{}", fx.failed, fx.stale).as_str())
+    );
+    // When the run was recorded, in the list and on its page; the diff
+    // box is labelled.
+    let when = format!(
+        "{}-{}-{} {}:{}:{} UTC",
+        &fx.failed[..4],
+        &fx.failed[4..6],
+        &fx.failed[6..8],
+        &fx.failed[9..11],
+        &fx.failed[11..13],
+        &fx.failed[13..15]
+    );
+    assert!(
+        all.body.contains("<th>recorded</th>") && all.body.contains(&when),
+        "{}",
+        all.body
+    );
+    assert!(
+        run.body
+            .contains(&format!("<dd id=\"recorded\">{when}</dd>")),
+        "{}",
+        run.body
+    );
+    assert!(
+        run.body.contains("<label> diff with <input id=\"diff-b\""),
+        "{}",
+        run.body
+    );
 
     let diff = s.get(&format!("/diff?a={}&b={}", fx.failed, fx.passed));
     assert!(
@@ -321,6 +377,21 @@ fn pages_show_the_runs_a_run_an_event_a_diff_and_a_campaign() {
     );
     assert!(c.body.contains("<svg id=\"plot\""), "{}", c.body);
     assert!(c.body.contains("list_deploys stale"), "{}", c.body);
+    // No baseline run of this case: no black line to explain; a count of
+    // one is singular.
+    assert!(
+        c.body
+            .contains("no run of this case by this agent without faults"),
+        "{}",
+        c.body
+    );
+    assert!(!c.body.contains("black line"), "{}", c.body);
+    assert!(
+        c.body.contains("The whisker is the 95% interval."),
+        "{}",
+        c.body
+    );
+    assert!(!c.body.contains(" 1 runs"), "{}", c.body);
 }
 
 /// The run ids a runs page lists, in its order.
@@ -916,4 +987,182 @@ fn ui_of_a_bundle_path_serves_its_store() {
         out.stderr.contains("is no run of the store served"),
         "{out}"
     );
+}
+
+/// A jump to one of the runtime's own events (a clock read the looper
+/// makes before each model call) lands on the page with those events
+/// shown, server side (`noise=1`: the row was hidden by the page's
+/// style, JavaScript or not), and so does the event page's way back; the
+/// page without them offers a link that shows them with JavaScript off
+/// (the checkbox did nothing without it).
+#[test]
+fn a_jump_to_a_runtime_event_shows_the_runtime_s_rows_without_javascript() {
+    let dir = temp_dir();
+    let (worlds, case) = common::long::write_task(dir.path(), 3, "clock_reads = 2");
+    let store = dir.path().join("store");
+    let out = common::run_in(&store, &case, &guest("looper-agent"), &worlds);
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let events = common::read_bundle(&out.bundle()).events;
+    let clock = (events.iter())
+        .position(|e| e["call"] == "wasi:clocks/monotonic-clock.now")
+        .expect("the looper reads the monotonic clock");
+    let s = Server::start(&store, &[]);
+    let plain = s.get(&format!("/run/{id}"));
+    assert!(
+        plain
+            .body
+            .contains("<table id=\"timeline\" class=\"hide-noise\">"),
+        "hidden by default"
+    );
+    assert!(
+        plain.body.contains(&format!(
+            "<noscript> <a id=\"noise-link\" href=\"/run/{id}?page=1&amp;noise=1\">show them</a>"
+        )),
+        "{}",
+        plain.body
+    );
+    let to = format!("/run/{id}?page=1&noise=1#e{clock}");
+    let r = s.get(&format!("/run/{id}?at={clock}"));
+    assert_eq!(r.status, 303, "{r:?}");
+    assert_eq!(r.header("location"), Some(to.as_str()), "{r:?}");
+    let shown = s.get(&format!("/run/{id}?page=1&noise=1"));
+    assert!(
+        shown.body.contains("<table id=\"timeline\">"),
+        "the runtime's rows show: {}",
+        shown.body
+    );
+    assert!(
+        shown
+            .body
+            .contains(&format!("<tr id=\"e{clock}\" class=\"noise\""))
+    );
+    assert!(
+        shown
+            .body
+            .contains("id=\"show-noise\" type=\"checkbox\" checked")
+    );
+    assert!(shown.body.contains("hide them</a>"));
+    let event = s.get(&format!("/run/{id}/event/{clock}"));
+    assert!(
+        event
+            .body
+            .contains(&format!("href=\"{}\"", to.replace('&', "&amp;"))),
+        "the way back shows the row: {}",
+        event.body
+    );
+    // A model call's row is never hidden: no `noise`.
+    let model = (events.iter())
+        .position(|e| e["call"] == "worldline:agent/model.complete")
+        .unwrap();
+    let r = s.get(&format!("/run/{id}?at={model}"));
+    assert_eq!(
+        r.header("location"),
+        Some(format!("/run/{id}?page=1#e{model}").as_str())
+    );
+}
+
+/// A model call that failed (a timeout) used no tokens: it costs $0, so
+/// a priced run's cost is its answered calls' (one failed call made the
+/// whole run's cost "no price" beside the hint to add the `[prices]`
+/// table it had), and the chart names the call as the usage table does.
+#[test]
+fn a_failed_model_call_costs_nothing_and_has_one_name() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let out = common::run_json(
+        &store,
+        &workspace_root().join("cases/model/model-timeout.toml"),
+        &guest("model-agent"),
+    );
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    std::fs::write(
+        dir.path().join("worldline.toml"),
+        "[prices.\"scripted\"]\ninput_per_mtok = 2.5\noutput_per_mtok = 10.0\n",
+    )
+    .unwrap();
+    let s = Server::start_in(dir.path(), &store, &[]);
+    let run = s.get(&format!("/run/{id}"));
+    assert_eq!(run.status, 200);
+    let cost = &run.body[run.body.find("id=\"run-cost\">").expect("the run's cost")..];
+    let cost = &cost["id=\"run-cost\">".len()..cost.find('<').unwrap()];
+    assert!(cost.starts_with('$'), "the run's cost: {cost}");
+    assert!(!run.body.contains("Costs come from"), "{}", run.body);
+    let usage = &run.body[run.body.find("id=\"usage\"").unwrap()..];
+    let usage = &usage[..usage.find("</table>").unwrap()];
+    assert!(!usage.contains("no price"), "{usage}");
+    let chart = &run.body[run.body.find("id=\"calls\"").expect("the chart")..];
+    let names: Vec<&str> = (chart
+        .split("k-model\">model</span> <span class=\"mono\">")
+        .skip(1))
+    .map(|rest| &rest[..rest.find('<').unwrap()])
+    .collect();
+    assert!(names.len() > 1, "{chart}");
+    assert!(names.iter().all(|n| *n == "scripted"), "{names:?}");
+}
+
+/// A run of more model calls than a page shows lists in its usage table
+/// those of the timeline's page, with a way to the others (600 rows for
+/// a 600-call run before).
+#[test]
+fn a_long_run_s_usage_table_lists_the_calls_of_the_page() {
+    let dir = temp_dir();
+    let (worlds, case) = common::long::write(dir.path(), 210);
+    let store = dir.path().join("store");
+    let out = common::run_in(&store, &case, &guest("looper-agent"), &worlds);
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let s = Server::start(&store, &[]);
+    let rows = |page: &str| {
+        let usage = &page[page.find("id=\"usage\"").expect("a usage table")..];
+        let usage = &usage[..usage.find("</table>").unwrap()];
+        usage.matches("<tr><td><a href=").count()
+    };
+    let first = s.get(&format!("/run/{id}"));
+    assert!(first.body.contains("<b>210 model calls</b>"), "all counted");
+    let on_first = rows(&first.body);
+    assert!((1..=200).contains(&on_first), "{on_first} rows");
+    assert!(
+        first.body.contains(&format!(
+            "the {on_first} of 210 calls among events 0–199 (the timeline's page 1)"
+        )),
+        "{}",
+        first.body
+    );
+    assert!(
+        first
+            .body
+            .contains(&format!("href=\"/run/{id}?page=2#usage\""))
+    );
+    let second = s.get(&format!("/run/{id}?page=2"));
+    assert!(rows(&second.body) > 0 && rows(&second.body) <= 200);
+    assert!(
+        second
+            .body
+            .contains(&format!("href=\"/run/{id}?page=1#usage\""))
+    );
+}
+
+/// A run that trapped shows the guest's backtrace on its page, as `run`
+/// prints it (the page never showed it).
+#[test]
+fn a_trapped_run_shows_its_guest_backtrace() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let out = common::run_json(
+        store,
+        &common::case("hostile-panic"),
+        &guest("hostile-agent"),
+    );
+    out.expect_code(3);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let s = Server::start(store, &[]);
+    let run = s.get(&format!("/run/{id}"));
+    let trace = &run.body[run
+        .body
+        .find("<pre id=\"backtrace\">")
+        .expect("the backtrace")..];
+    let trace = &trace[..trace.find("</pre>").unwrap()];
+    assert!(trace.contains("hostile_agent"), "{trace}");
 }

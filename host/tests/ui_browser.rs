@@ -511,3 +511,60 @@ fn chromium_leaves_nothing_behind_in_the_shared_temporary_folder() {
     drop(b);
     assert!(!tmp.exists(), "{} outlived the browser", tmp.display());
 }
+
+/// At a phone's width (390 px) no page is wider than the window: the
+/// runs list's status and grade, an event page's tables and the diff's
+/// "b" side were off screen. Wide tables scroll in place and panes side
+/// by side stack. And a jump to one of the runtime's own events (the
+/// looper's clock reads) shows its row.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Chromium: run tests/run, which installs it"
+)]
+fn pages_fit_a_phone_s_width_and_a_jump_shows_a_runtime_row() {
+    let dir = temp_dir();
+    let fx = fixture(dir.path());
+    let (worlds, case) = common::long::write_task(dir.path(), 3, "clock_reads = 2");
+    let out = common::run_in(dir.path(), &case, &guest("looper-agent"), &worlds);
+    out.expect_code(0);
+    let looped = out.json()["run_id"].as_str().unwrap().to_string();
+    let clock = (read_bundle(&out.bundle()).events.iter())
+        .position(|e| e["call"] == "wasi:clocks/monotonic-clock.now")
+        .unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let b = Browser::start();
+    let open = |path: &str| {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        b.goto(&format!(
+            "http://127.0.0.1:{}{path}{sep}token={}",
+            server.port, server.token
+        ));
+    };
+    b.resize(390, 1600);
+    let inner = b.eval("window.innerWidth").as_u64().unwrap();
+    assert!(inner <= 400, "a phone's width: {inner}");
+    for path in [
+        "/".to_string(),
+        format!("/run/{}", fx.failed),
+        format!("/run/{}/event/{}", fx.failed, fx.stale),
+        format!("/diff?a={}&b={}", fx.failed, fx.passed),
+    ] {
+        open(&path);
+        b.find("main");
+        let wide = b
+            .eval("document.documentElement.scrollWidth")
+            .as_u64()
+            .unwrap();
+        b.screenshot(
+            &shots("phone").join(format!("{}.png", path.replace(['/', '?', '&', '='], "_"))),
+        );
+        assert!(wide <= inner, "{path} is {wide} px wide at {inner}");
+    }
+    open(&format!("/run/{looped}?at={clock}"));
+    b.wait_url("noise=1");
+    assert!(
+        b.displayed(&format!("#e{clock}")),
+        "the clock read's row shows"
+    );
+}

@@ -143,16 +143,14 @@ pub fn sides(a: &RecordedRun, b: &RecordedRun, mut redactor: Option<&mut Redacto
     }
 }
 
-/// Teach `r` what two runs held compact hide, showing nothing: each
-/// event put back whole one at a time (a value one run hides later is
-/// then hidden wherever either quotes it).
+/// Teach `r` what two runs held compact hide, showing nothing (a value
+/// one run hides later is then hidden wherever either quotes it): each
+/// compact model call learnt from what it holds (decision 0426; putting
+/// back every call's whole conversation made a long run's diff page
+/// quadratic in its length).
 pub fn learn(r: &mut Redactor, runs: [&mut Held; 2]) {
     for held in runs {
-        for seq in 0..held.len() as u64 {
-            if let Some(e) = held.event(seq) {
-                r.learn(std::iter::once(e.as_ref()));
-            }
-        }
+        r.learn_held(held);
     }
 }
 

@@ -171,6 +171,20 @@ fn guest_frames(frames: &[String]) -> impl Iterator<Item = String> + '_ {
     shown.into_iter().skip(skip)
 }
 
+/// The frames of the guest's backtrace a run's summary shows (the
+/// `run` command's and the UI's run page), innermost first, the panic
+/// machinery skipped, at most 12; none where they say nothing of the
+/// agent: a Python traceback or a JavaScript stack (`account`) says where
+/// it failed, the wasm frames only the interpreter's runtime, and a run
+/// stopped because the case's script ran out did nothing wrong.
+pub fn backtrace_shown(f: &Footer, account: Option<&Account>) -> Vec<String> {
+    let interpreted = matches!(account, Some(Account::Python(_) | Account::JavaScript(_)));
+    if f.backtrace.is_empty() || interpreted || f.status == Status::Unscripted {
+        return Vec::new();
+    }
+    guest_frames(&f.backtrace).take(12).collect()
+}
+
 /// The agent's own error, when it has one, as lines under a run.
 pub fn write_agent_error(
     out: &mut impl Write,
@@ -220,15 +234,10 @@ pub fn write(out: &mut impl Write, o: &RunOutcome) -> io::Result<()> {
             writeln!(out, "    {line}")?;
         }
     }
-    // A Python traceback or a JavaScript stack says where the agent
-    // failed; the wasm frames would only show the interpreter's runtime.
-    let interpreted = matches!(account, Some(Account::Python(_) | Account::JavaScript(_)));
-    // Nor where a run stopped because the case's script ran out: the
-    // agent did nothing wrong, and the frames were the interpreter's.
-    let unscripted = f.status == Status::Unscripted;
-    if !f.backtrace.is_empty() && !interpreted && !unscripted {
+    let frames = backtrace_shown(f, account.as_ref());
+    if !frames.is_empty() {
         writeln!(out, "  guest backtrace:")?;
-        for frame in guest_frames(&f.backtrace).take(12) {
+        for frame in frames {
             writeln!(out, "    {frame}")?;
         }
     }

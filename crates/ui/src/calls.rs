@@ -64,9 +64,7 @@ pub(crate) fn kind_of(e: &Event) -> Option<&'static str> {
 fn label(call: Call) -> String {
     match call {
         Call::ToolsCall { request, .. } => request.name,
-        Call::ModelComplete { request, response } => response
-            .model()
-            .or(request.model())
+        Call::ModelComplete { request, response } => super::usage::model_name(&request, &response)
             .unwrap_or("model")
             .to_string(),
         Call::ApprovalRequest { request, .. } => request.kind.as_str().unwrap_or("?").to_string(),
@@ -135,7 +133,7 @@ pub(crate) fn chart(
         .collect();
     html! {
         h2 { "Calls on the virtual clock " small {
-            "(" (spans.len()) " calls, " (vtime(total)) " in all"
+            "(" (super::html::count(spans.len() as u64, "call")) ", " (vtime(total)) " in all"
             @if page.len() < spans.len() { "; the " (page.len()) " of events " (range.start) "–" (range.end.saturating_sub(1)) }
             ")"
         } }

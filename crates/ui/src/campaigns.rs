@@ -15,7 +15,7 @@
 //! old campaigns get a baseline too. Running a baseline inside every campaign
 //! would change `fuzz` and its reports and cost every campaign.
 
-use super::html::{badge, layout, url};
+use super::html::{badge, count, layout, url};
 use super::{Reply, Seen};
 use anyhow::Result;
 use maud::{Markup, html};
@@ -124,7 +124,12 @@ fn against_baseline(app: &Seen, r: &Value, groups: &[Value]) -> Markup {
                 }
             }
         }
-        p.keys { "The black line is the baseline run's rate; the whisker the 95% interval." }
+        // With no baseline run there is no black line to explain.
+        @if base.is_some() {
+            p.keys { "The black line is the baseline run's rate; the whisker the 95% interval." }
+        } @else {
+            p.keys { "The whisker is the 95% interval." }
+        }
     }
 }
 
@@ -183,7 +188,7 @@ fn plot(groups: &[Value]) -> Markup {
                 text x=(label_w - 6.0) y=(y + 13.0) text-anchor="end" { (fault) }
                 @for (g, n, x, w) in segments(counts, label_w, bar_w / max as f64) {
                     rect x=(format!("{x:.1}")) y=(y) width=(format!("{w:.1}")) height=(row_h - 6.0) fill=(COLOURS[g % COLOURS.len()]) {
-                        title { "group " (g + 1) ": " (n) " runs" }
+                        title { "group " (g + 1) ": " (count(n, "run")) }
                     }
                 }
                 @let total: u64 = counts.iter().sum();
@@ -211,20 +216,21 @@ fn summary(id: &str, r: &Value) -> Markup {
 }
 
 fn group(g: usize, group: &Value) -> Markup {
-    let count = group["count"].as_u64().unwrap_or(0).max(1);
+    let runs = group["count"].as_u64().unwrap_or(0);
+    let all = runs.max(1);
     let colour = COLOURS[g % COLOURS.len()];
     let rep = &group["reproducer"];
     let shrunk = &group["shrunk"];
     html! {
         div.group {
-            h3 { span.mark style={ "background:" (colour) } { "group " (g + 1) } " " (group["signature"].as_str().unwrap_or("?")) " — " (group["count"]) " runs (" (pct(&group["rate"])) " of all)" }
+            h3 { span.mark style={ "background:" (colour) } { "group " (g + 1) } " " (group["signature"].as_str().unwrap_or("?")) " — " (count(runs, "run")) " (" (pct(&group["rate"])) " of all)" }
             table { tbody {
                 @for m in group["fault_mix"].as_array().into_iter().flatten() {
                     @let runs = m["runs"].as_u64().unwrap_or(0);
                     tr {
                         td { (m["fault"].as_str().unwrap_or("?")) }
-                        td { div.bar { span style={ "width:" (format!("{:.0}", runs as f64 * 100.0 / count as f64)) "%;background:" (colour) } {} } }
-                        td { (runs) " of " (count) }
+                        td { div.bar { span style={ "width:" (format!("{:.0}", runs as f64 * 100.0 / all as f64)) "%;background:" (colour) } {} } }
+                        td { (runs) " of " (all) }
                     }
                 }
             } }
@@ -233,7 +239,7 @@ fn group(g: usize, group: &Value) -> Markup {
                 None => { p { "reproducer: seed " (rep["seed"]) " (not kept)" } }
             }
             @if let Some(words) = shrunk["words"].as_str() {
-                p { "shrunk from " (shrunk["faults_before"]) " to " (shrunk["faults_after"]) " fault(s) in " (shrunk["tries"]) " runs"
+                p { "shrunk from " (shrunk["faults_before"]) " to " (shrunk["faults_after"]) " fault(s) in " (count(shrunk["tries"].as_u64().unwrap_or(0), "run"))
                     @if shrunk["complete"] != true { " (budget ran out)" } ": " (words) }
             }
         }
@@ -241,7 +247,13 @@ fn group(g: usize, group: &Value) -> Markup {
 }
 
 pub(crate) fn page(app: &Seen, id: &str) -> Result<Reply> {
-    let mut r = campaigns::load(&app.store, id).map_err(|e| super::NotFound(format!("{e:#}")))?;
+    // Named by its id, not by its file in the store (a page showed the
+    // store's absolute path).
+    let mut r = campaigns::load(&app.store, id).map_err(|e| {
+        let why = (e.downcast_ref::<worldline_case::error::InputError>())
+            .map_or_else(|| format!("{e:#}"), |i| i.message.clone());
+        super::NotFound(format!("campaign {id}: {why}"))
+    })?;
     if let Some(red) = app.redactor()?.as_mut() {
         red.report(&mut r);
     }

@@ -108,10 +108,11 @@ fn detail(e: &Event) -> Markup {
     }
 }
 
-/// Event `n` is not in the run at `path`, which has `count`.
-fn no_event(path: &std::path::Path, n: u64, count: usize) -> anyhow::Error {
+/// Event `n` is not in run `id`, which has `count` (named by its id, not
+/// its file in the store: a page showed the store's absolute path).
+fn no_event(id: &str, n: u64, count: usize) -> anyhow::Error {
     worldline_case::error::InputError::new(
-        path,
+        id,
         format!("no event {n} (the run has {count} events, numbered from 0)"),
     )
     .into()
@@ -133,7 +134,7 @@ pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> R
     let id = id_of(&rec.path);
     let whole = rec.held.as_mut().and_then(|held| held.event(n));
     let Some(mut e) = whole.map(std::borrow::Cow::into_owned) else {
-        return Err(no_event(&rec.path, n, rec.event_count()));
+        return Err(no_event(&id, n, rec.event_count()));
     };
     // One redactor for the page, which first learns what the whole run
     // hides (this event may quote a value a later one hides), as
@@ -171,7 +172,7 @@ pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> R
         StatusCode::OK
     };
     let o = html! {
-        p { a href=(super::find::to_event(&id, n as usize)) { "← run " span.mono { (id) } } }
+        p { a href=(super::find::to_row(&id, events, n as usize)) { "← run " span.mono { (id) } } }
         h1 { "Event " (n) ": " span.mono { (e.call) } " " (marks(&e, &fork_points(&rec.bundle.header), gone)) }
         (steps(&id, events, n as usize))
         (detail(&e))
@@ -193,7 +194,7 @@ pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> R
 fn copy_page(app: &Seen, path: &std::path::Path, mut b: HeldBundle, n: u64) -> Result<Reply> {
     let (id, count) = (id_of(path), b.events.len());
     let Some(mut e) = b.events.event(n).map(std::borrow::Cow::into_owned) else {
-        return Err(no_event(path, n, count));
+        return Err(no_event(&id, n, count));
     };
     if let Some(r) = app.redactor()?.as_mut() {
         r.whole(&b.header, &mut b.events, b.footer.as_ref());
@@ -206,7 +207,7 @@ fn copy_page(app: &Seen, path: &std::path::Path, mut b: HeldBundle, n: u64) -> R
         .get(&n)
         .copied();
     let o = html! {
-        p { a href=(super::find::to_event(&id, n as usize)) { "← run " span.mono { (id) } } }
+        p { a href=(super::find::to_row(&id, &events, n as usize)) { "← run " span.mono { (id) } } }
         h1 { "Event " (n) ": " span.mono { (e.call) } " " (marks(&e, &fork_points(&b.header), gone)) }
         (steps(&id, &events, n as usize))
         (super::run::copy_note(&b.header))

@@ -94,6 +94,20 @@ const FOLDED: usize = 16 * 1024;
 /// Most items of a list (rows of a table, keys of an object) a page shows.
 pub(crate) const SHOWN: usize = 200;
 
+/// When a run was recorded (Unix seconds), as UTC to the second.
+pub(crate) fn recorded(secs: i64) -> String {
+    let text = worldline_case::time::rfc3339(i128::from(secs) * 1_000_000_000);
+    format!("{} UTC", text.replacen('T', " ", 1).trim_end_matches('Z'))
+}
+
+/// `n` and `word`, plural unless `n` is one ("1 runs" read wrong).
+pub(crate) fn count(n: u64, word: &str) -> String {
+    match n {
+        1 => format!("1 {word}"),
+        n => format!("{n} {word}s"),
+    }
+}
+
 /// The line under a list cut at [`SHOWN`]: how many more there are.
 pub(crate) fn more(hidden: usize, what: &str) -> String {
     format!("… {hidden} more {what} not shown (`worldline show` prints them all)")
@@ -216,6 +230,14 @@ fn esc(text: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_count_of_one_is_singular_and_a_time_is_utc_to_the_second() {
+        assert_eq!(count(1, "run"), "1 run");
+        assert_eq!(count(0, "call"), "0 calls");
+        assert_eq!(count(2, "model call"), "2 model calls");
+        assert_eq!(recorded(1_772_366_700), "2026-03-01 12:05:00 UTC");
+    }
 
     #[test]
     fn only_the_values_that_differ_are_marked() {

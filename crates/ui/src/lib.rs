@@ -352,7 +352,13 @@ pub fn router(app: Arc<App>) -> Router {
                  Form(f): F| {
                     blocking(move || actions::fork(&Seen::new(a, v), &id, event_number(&n)?, &f))
                 },
-            ),
+            )
+            // The address a fork's answer leaves in the bar, asked again
+            // (a reload, a bookmark): the event's page (it was a blank 405).
+            .get(|Path((id, n)): Path<(String, String)>| async move {
+                Reply::Redirect(format!("/run/{}/event/{}", html::url(&id), html::url(&n)))
+                    .into_response()
+            }),
         )
         .route(
             "/run/{id}/replay",
@@ -360,7 +366,12 @@ pub fn router(app: Arc<App>) -> Router {
                 |State(a): State<Arc<App>>, Extension(v): V, Path(id): Path<String>, Form(f): F| {
                     blocking(move || actions::replay(&Seen::new(a, v), &id, &f))
                 },
-            ),
+            )
+            // A replay's address asked again: the run's page, whose button
+            // replays (it was a blank 405).
+            .get(|Path(id): Path<String>| async move {
+                Reply::Redirect(format!("/run/{}", html::url(&id))).into_response()
+            }),
         )
         .route(
             "/diff",

@@ -17,6 +17,7 @@ use worldline_engine::fork::check::describe;
 use worldline_log::log::bundle::{self, Footer, Header, HeldBundle};
 use worldline_log::log::{Call, Event, Held, delivery};
 use worldline_store::index::Index;
+use worldline_store::index::row::{created_of, created_of_id};
 use worldline_store::store::StoreDir;
 
 /// The run id of a bundle path.
@@ -154,6 +155,7 @@ fn header(id: &str, b: &Shown, absent: Option<&str>) -> Markup {
             @if let Some(v) = b.footer.as_ref().and_then(|f| f.verdict()) { (badge(v)) }
         }
         dl.kv #header {
+            @if let Some(t) = b.created { dt { "recorded" } dd #recorded { (super::html::recorded(t)) } }
             dt { "case" } dd { (h.case) }
             dt { "world" } dd { (h.world) }
             dt { "seed" } dd { (h.seed) }
@@ -224,8 +226,10 @@ fn forms(app: &Seen, id: &str, h: &Header) -> Markup {
         }
         form method="get" action="/diff" style="display:inline" {
             input type="hidden" name="a" value=(id);
-            " diff with "
-            input #diff-b name="b" value=(h.parent.as_ref().map_or("", |p| p.run.as_str())) size="26";
+            // Labelled: a screen reader read an unnamed text box.
+            label { " diff with "
+                input #diff-b name="b" value=(h.parent.as_ref().map_or("", |p| p.run.as_str())) size="26";
+            }
             " " button #diff { "diff" }
         }
     }
@@ -236,18 +240,21 @@ fn trouble(f: Option<&Footer>) -> Markup {
     let account = (f.status == bundle::Status::Trapped)
         .then(|| worldline_engine::traceback::find(&f.stderr))
         .flatten();
+    // The guest's own frames, as `run` prints them (out of fuel, a Rust
+    // agent's panic): the page never showed them.
+    let frames = worldline_report::run::backtrace_shown(f, account.as_ref());
     html! {
         @if let Some(g) = &f.grade { (grade(g)) }
-        @if let Some(acc) = account { h2 { "Traceback" } pre #traceback { (acc.text()) } }
+        @if let Some(acc) = &account { h2 { "Traceback" } pre #traceback { (acc.text()) } }
+        @if !frames.is_empty() {
+            h2 { "Guest backtrace " small { "(innermost first)" } }
+            pre #backtrace { @for fr in &frames { (fr) "\n" } }
+        }
     }
 }
 
 /// The page of the event table `q` asks for, and its pager.
-fn events(
-    id: &str,
-    b: &mut Shown,
-    q: &BTreeMap<String, String>,
-) -> (Markup, std::ops::Range<usize>) {
+fn events(id: &str, b: &Shown, q: &BTreeMap<String, String>) -> (Markup, std::ops::Range<usize>) {
     let n = b.events.len();
     let pages = n.div_ceil(PER_PAGE).max(1);
     let at = q
@@ -261,19 +268,21 @@ fn events(
         fork_points: &fork_points(&b.header),
         gone: &gone,
     };
-    let table = super::timeline::table(id, &b.events, range.clone(), &marked);
+    let noise = q.get("noise").is_some_and(|v| v == "1");
+    let table = super::timeline::table(id, &b.events, (range.clone(), noise), &marked);
+    let keep = if noise { "&noise=1" } else { "" };
     let markup = html! {
         h2 { "Timeline " small {
             // A run killed before its first event has none (it said
             // "events 0–0 of 0").
             @if n == 0 { "(no events)" } @else { "(events " (range.start) "–" (range.end.saturating_sub(1)) " of " (n) ")" }
         } }
-        (super::find::bar(id, &b.events, &mut b.held, &range, q))
+        (super::find::bar(id, &b.events, &range, q))
         (table)
         p.pager {
-            @if at > 1 { a #prev-page href={ "/run/" (url(id)) "?page=" (at - 1) } { "← earlier" } }
+            @if at > 1 { a #prev-page href={ "/run/" (url(id)) "?page=" (at - 1) (keep) } { "← earlier" } }
             "page " (at) " of " (pages)
-            @if at < pages { " " a #next-page href={ "/run/" (url(id)) "?page=" (at + 1) } { "later →" } }
+            @if at < pages { " " a #next-page href={ "/run/" (url(id)) "?page=" (at + 1) (keep) } { "later →" } }
         }
     };
     (markup, range)
@@ -285,6 +294,8 @@ fn events(
 /// compact, from which the conversation and a search put back what they
 /// need one request at a time.
 struct Shown {
+    /// When the run was recorded (Unix seconds), as the runs list says.
+    created: Option<i64>,
     header: Header,
     footer: Option<Footer>,
     events: Vec<Event>,
@@ -292,12 +303,13 @@ struct Shown {
 }
 
 impl Shown {
-    fn of(b: HeldBundle) -> Shown {
+    fn of(b: HeldBundle, created: Option<i64>) -> Shown {
         let mut held = b.events;
         let events = (0..held.len() as u64)
             .filter_map(|seq| held.shown(seq).map(std::borrow::Cow::into_owned))
             .collect();
         Shown {
+            created,
             header: b.header,
             footer: b.footer,
             events,
@@ -353,13 +365,17 @@ pub(crate) fn body(
     extra: Markup,
 ) -> Result<Reply> {
     let (id, b, task_value, prices) = load(app, run)?;
-    let mut b = Shown::of(b);
-    if let Some(to) = super::find::jump(&id, b.events.len(), q)? {
+    let created = created_of_id(&id).or_else(|| {
+        let meta = std::fs::metadata(app.run_path(run).ok()?).ok()?;
+        Some(created_of(&id, &meta))
+    });
+    let mut b = Shown::of(b, created);
+    if let Some(to) = super::find::jump(&id, &b.events, q)? {
         return Ok(Reply::Redirect(to));
     }
     let (index, _) = Index::open(&app.store)?;
     let lineage = super::lineage::tree(&app.store, &index, &id, b.header.parent.as_ref());
-    let (table, range) = events(&id, &mut b, q);
+    let (table, range) = events(&id, &b, q);
     let usage = super::usage::RunUsage::of(&b.events, &prices);
     let gone = delivery::undelivered(&b.events, b.header.rules.unwrap_or(0));
     let footer = b.footer.as_ref();
@@ -370,7 +386,7 @@ pub(crate) fn body(
         (task(task_value.as_ref()))
         (outcome(footer))
         (trouble(footer))
-        (super::usage::section(&id, &usage))
+        (super::usage::section(&id, &usage, range.clone()))
         (super::calls::chart(&id, &b.events, b.header.rules.unwrap_or(0), range))
         h2 { "Lineage" } (lineage)
         (table)

@@ -9,7 +9,7 @@
 //! the list took seconds for large stores. (Paging by the index too:
 //! docs/decisions/0265-ui-run-list-paged-by-the-index.md.)
 
-use super::html::{badge, layout, short, url};
+use super::html::{badge, layout, recorded, short, url};
 use super::{Reply, Seen};
 use anyhow::Result;
 use maud::{Markup, html};
@@ -134,6 +134,7 @@ fn row(r: &Row) -> Markup {
     html! {
         tr data-href={ "/run/" (id) } {
             td.mono { a href={ "/run/" (id) } { (r.run_id) } @for t in &r.tags { " " span.mark.fork { (t) } } }
+            td.mono.when { (recorded(r.created)) }
             td { (r.case) } td { (r.world) } td.mono { (short(&r.agent)) }
             td { (badge(&r.status)) }
             td { @if let Some(g) = &r.grade { (badge(g)) } }
@@ -239,7 +240,7 @@ pub(crate) fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
         h1 { "Runs " small { "(" (total) " matching)" } }
         (filters(q, app.store.database().is_some()))
         table #runs {
-            thead { tr { th { "run" } th { "case" } th { "world" } th { "agent" } th { "status" } th { "grade" } th { "failure / signature" } th { "events" } th { "parent" } } }
+            thead { tr { th { "run" } th { "recorded" } th { "case" } th { "world" } th { "agent" } th { "status" } th { "grade" } th { "failure / signature" } th { "events" } th { "parent" } } }
             tbody { @for r in &rows { (row(r)) } }
         }
         p.pager {

@@ -142,13 +142,18 @@ fn head() -> Markup {
 }
 
 /// The folded interpreter start-up rows of `range`.
-fn startup(id: &str, events: &[Event], range: &Range<usize>, marked: &Marked) -> Markup {
+fn startup(
+    id: &str,
+    events: &[Event],
+    (range, open): (&Range<usize>, bool),
+    marked: &Marked,
+) -> Markup {
     let end = startup_len(events).min(range.end);
     if range.start >= end {
         return html! {};
     }
     html! {
-        details #startup {
+        details #startup open[open] {
             summary { (end - range.start) " interpreter start-up events (" (range.start) "–" (end - 1) ")" }
             table { (head()) tbody { @for e in &events[range.start..end] { (row(id, events, e, marked)) } } }
         }
@@ -190,19 +195,40 @@ pub(crate) struct Marked<'a> {
     pub gone: &'a BTreeMap<u64, u64>,
 }
 
-/// The table of `range`, with the runtime-events toggle.
-pub(crate) fn table(id: &str, events: &[Event], range: Range<usize>, marked: &Marked) -> Markup {
+/// Whether event `n`'s row is hidden until the runtime's own events are
+/// shown: one of them, or folded with the interpreter's start-up.
+pub(crate) fn hidden_row(events: &[Event], n: usize) -> bool {
+    n < startup_len(events) || events.get(n).is_some_and(is_noise)
+}
+
+/// The table of `range`, with the runtime-events toggle; `shown`: the
+/// runtime's own events shown (`?noise=1`: the start-up opened and their
+/// rows in view without JavaScript, as a jump to one of them asks).
+pub(crate) fn table(
+    id: &str,
+    events: &[Event],
+    (range, shown): (Range<usize>, bool),
+    marked: &Marked,
+) -> Markup {
     let from = startup_len(events).clamp(range.start, range.end);
     let noise = events[from..range.end]
         .iter()
         .filter(|e| is_noise(e))
         .count();
+    let page = range.start / super::find::PER_PAGE + 1;
+    // Without JavaScript the box does nothing: a link asks the server.
+    let other = format!(
+        "/run/{}?page={page}{}",
+        url(id),
+        if shown { "" } else { "&noise=1" }
+    );
     html! {
-        (startup(id, events, &range, marked))
+        (startup(id, events, (&range, shown), marked))
         label.toggle for="show-noise" {
-            input #show-noise type="checkbox";
+            input #show-noise type="checkbox" checked[shown];
             " show the runtime's own events (" (noise) " on this page: clock and randomness reads, polls, environment) — key r"
         }
-        table #timeline.hide-noise { (head()) tbody { (body(id, events, from, range.end, marked)) } }
+        noscript { " " a #noise-link href=(other) { @if shown { "hide them" } @else { "show them" } } }
+        table #timeline class=[(!shown).then_some("hide-noise")] { (head()) tbody { (body(id, events, from, range.end, marked)) } }
     }
 }

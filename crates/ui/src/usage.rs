@@ -28,10 +28,24 @@ pub(crate) struct CallUsage {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct RunUsage {
     pub calls: Vec<CallUsage>,
+    /// How many events the run has.
+    pub events: usize,
 }
 
 fn n(v: &Value) -> u64 {
     v.as_u64().unwrap_or(0)
+}
+
+/// The name a model call is shown by (the usage table's and the chart's):
+/// the model that answered, a failed call its provider (`scripted`
+/// answers as `scripted`; a failed call showed the model asked for).
+pub(crate) fn model_name<'a>(
+    request: &'a ModelRequest,
+    response: &'a ModelAnswer,
+) -> Option<&'a str> {
+    let record = response.model_call.as_ref();
+    let provider = record.and_then(|r| r.detail.get("provider")?.as_str());
+    response.model().or(provider).or(request.model())
 }
 
 impl CallUsage {
@@ -42,22 +56,24 @@ impl CallUsage {
             .and_then(|r| r.usage.as_ref())
             .or(response.usage())
             .unwrap_or(&null);
-        // Priced as the model that answered, else the one asked for (a
-        // failed call has no tokens).
+        // Priced as the model that answered, else the one asked for.
         let priced = response.model().or(request.model()).unwrap_or("?");
-        // Shown as what answered, a failed call as its provider (`scripted`
-        // answers as `scripted`; a failed call showed the model asked for).
-        let provider = record.and_then(|r| r.detail.get("provider")?.as_str());
-        let model = response.model().or(provider).or(request.model());
         let input = n(&usage["prompt_tokens"]).max(n(&usage["input_tokens"]));
         let output = n(&usage["completion_tokens"]).max(n(&usage["output_tokens"]));
+        // A failed call used no tokens: it cost nothing, priced or not (one
+        // timeout made a priced run's whole cost "no price").
+        let failed = response.error.is_some() && input == 0 && output == 0;
         let latency = |f: fn(&worldline_log::log::payload::ProviderRecord) -> &Option<Value>| {
             record.and_then(|r| f(r).as_ref()).and_then(Value::as_u64)
         };
         CallUsage {
             seq,
-            cost: prices.cost(priced, input, output),
-            model: model.unwrap_or("?").to_string(),
+            cost: if failed {
+                Some(0.0)
+            } else {
+                prices.cost(priced, input, output)
+            },
+            model: model_name(request, response).unwrap_or("?").to_string(),
             input,
             output,
             virtual_ms: latency(|r| &r.virtual_latency_ms).unwrap_or(0),
@@ -78,6 +94,7 @@ impl RunUsage {
                     _ => None,
                 })
                 .collect(),
+            events: events.len(),
         }
     }
 
@@ -110,23 +127,31 @@ fn ms(v: Option<u64>) -> String {
     v.map_or_else(|| "—".into(), |v| format!("{v} ms"))
 }
 
-/// The section: the run's totals, then a row per call.
-pub(crate) fn section(id: &str, u: &RunUsage) -> Markup {
+/// The section: the run's totals, then a row per call: all of them, or,
+/// past [`SHOWN`](super::html::SHOWN) calls, those among the events of
+/// `range` (the timeline's page, as the chart does: a 600-call run's
+/// table was 600 rows), the page's pager beside them.
+pub(crate) fn section(id: &str, u: &RunUsage, range: std::ops::Range<usize>) -> Markup {
     if u.calls.is_empty() {
         return html! {};
     }
     let t = u.total();
+    let cut = u.calls.len() > super::html::SHOWN;
+    let rows: Vec<&CallUsage> = (u.calls.iter())
+        .filter(|c| !cut || range.contains(&(c.seq as usize)))
+        .collect();
+    let page = range.start / super::find::PER_PAGE + 1;
     html! {
         h2 { "Model usage" }
         p #usage-total {
-            b { (u.calls.len()) " model calls" } " · tokens " (t.input) " in, " (t.output) " out · cost "
+            b { (super::html::count(u.calls.len() as u64, "model call")) } " · tokens " (t.input) " in, " (t.output) " out · cost "
             span #run-cost { (dollars(t.cost)) } " · virtual latency " (ms(Some(t.virtual_ms)))
             " · " span.real { "real latency (wall clock, not replayed) " (ms(t.real_ms)) }
         }
         table #usage {
             thead { tr { th { "event" } th { "model" } th.num { "tokens in" } th.num { "tokens out" } th.num { "cost" } th.num { "virtual latency" } th.num { "real latency (wall clock)" } } }
             tbody {
-                @for c in &u.calls {
+                @for c in &rows {
                     tr {
                         td { a href={ "/run/" (url(id)) "/event/" (c.seq) } { (c.seq) } }
                         td.mono { (c.model) }
@@ -134,6 +159,13 @@ pub(crate) fn section(id: &str, u: &RunUsage) -> Markup {
                         td.num { (ms(Some(c.virtual_ms))) } td.num { (ms(c.real_ms)) }
                     }
                 }
+            }
+        }
+        @if cut {
+            p.pager #usage-page {
+                "the " (rows.len()) " of " (u.calls.len()) " calls among events " (range.start) "–" (range.end.saturating_sub(1)) " (the timeline's page " (page) ")"
+                @if page > 1 { " " a href={ "/run/" (url(id)) "?page=" (page - 1) "#usage" } { "← earlier" } }
+                @if range.end < u.events { " " a href={ "/run/" (url(id)) "?page=" (page + 1) "#usage" } { "later →" } }
             }
         }
         @if t.cost.is_none() {

@@ -295,6 +295,24 @@ impl Browser {
         }
     }
 
+    /// Set the window's size (a phone's width: 390).
+    pub fn resize(&self, width: u32, height: u32) {
+        self.call(
+            "POST",
+            &self.s("/window/rect"),
+            Some(json!({"width": width, "height": height})),
+        );
+    }
+
+    /// The value of a JavaScript expression on the page.
+    pub fn eval(&self, expression: &str) -> Value {
+        self.call(
+            "POST",
+            &self.s("/execute/sync"),
+            Some(json!({"script": format!("return ({expression});"), "args": []})),
+        )
+    }
+
     /// Save a PNG of the window.
     pub fn screenshot(&self, path: &Path) {
         let b64 = self.call("GET", &self.s("/screenshot"), None);

@@ -398,6 +398,29 @@ impl Held {
         Some(Cow::Owned(e))
     }
 
+    /// Each event as held passed through `f`, with how many messages of
+    /// its base a compact model call keeps (`None`: held whole), and held
+    /// the same way: a compact call still extends the same call, keeping
+    /// as many messages and the same fields. Costs what is held, not the
+    /// conversation once per call. `f` must change a value wherever it
+    /// appears alike (a redaction after learning the whole run): then each
+    /// request put back is `f` of the one recorded.
+    pub fn map_held(&self, mut f: impl FnMut(&mut Event, Option<usize>)) -> Held {
+        let events = (self.events.iter().zip(self.extends.iter()))
+            .map(|(e, x)| {
+                let mut e = e.clone();
+                f(&mut e, x.as_ref().map(|x| x.keep));
+                e
+            })
+            .collect();
+        Held {
+            events: Arc::new(events),
+            extends: self.extends.clone(),
+            whole: Vec::new(),
+            recent: self.recent.clone(),
+        }
+    }
+
     /// Model call `seq`'s messages as held: how many of its base's come
     /// before them (0 when it is held whole) and those it holds (all of
     /// them when whole, else those it appended); `None` when it is not a

@@ -777,13 +777,7 @@ impl Redactor {
     ) -> usize {
         let mut e = events.get(seq).expect("a held event").clone();
         self.asked_arguments(&mut e.response);
-        let paths: Vec<Vec<String>> = (self.policy.paths.iter())
-            .filter(|p| p[0] == "request")
-            .map(|p| p[1..].to_vec())
-            .collect();
-        for p in &paths {
-            self.at_path_shifted(&mut e.request, p, Shift::Request(keep));
-        }
+        self.paths_extending(&mut e.request, keep);
         if self.quoted.len() == base_quoted {
             self.strings(&mut e.request);
         } else {
@@ -793,6 +787,29 @@ impl Redactor {
         let quoted = self.quoted.len();
         self.after_request(&mut e);
         quoted
+    }
+
+    /// [`event`](Self::event) of a compact model call as held, which keeps
+    /// `keep` messages of its base: the paths at the places its messages
+    /// have in the whole conversation.
+    fn event_extending(&mut self, e: &mut Event, keep: usize) {
+        self.asked_arguments(&mut e.response);
+        self.paths_extending(&mut e.request, keep);
+        self.strings(&mut e.request);
+        self.after_request(e);
+    }
+
+    /// The policy's `request` paths over a compact model call's request,
+    /// which keeps `keep` messages of its base: at the places its
+    /// messages have in the whole conversation.
+    fn paths_extending(&mut self, request: &mut Value, keep: usize) {
+        let paths: Vec<Vec<String>> = (self.policy.paths.iter())
+            .filter(|p| p[0] == "request")
+            .map(|p| p[1..].to_vec())
+            .collect();
+        for p in &paths {
+            self.at_path_shifted(request, p, Shift::Request(keep));
+        }
     }
 
     /// Tests: as before decision 0426 ([`Redactor::plain`]).
@@ -988,17 +1005,31 @@ impl Redactor {
         }
     }
 
-    /// A whole run held compact (decision 0380): its header's edits,
-    /// every event put back whole and redacted one at a time (then held
-    /// compact again), and the footer.
+    /// A whole run held compact (decision 0380): its header's edits, its
+    /// events and its footer, once the whole run is learnt. A compact
+    /// model call is redacted as held (what it appended and the fields it
+    /// changed, [`event_extending`](Self::event_extending)) and still
+    /// extends its base: what it keeps was redacted there, alike, since
+    /// nothing is learnt while showing. Putting back each call's whole
+    /// conversation to redact it made a long run's page and `history`
+    /// quadratic in its length. Under a policy that hides a chat request
+    /// or its messages whole (another placeholder at every call), each
+    /// event is put back whole, redacted, and held compact again.
     pub fn held(&mut self, b: &mut HeldBundle) {
         self.whole(&b.header, &mut b.events, b.footer.as_ref());
         self.header(&mut b.header);
-        let mut events = std::mem::take(&mut b.events);
-        for seq in 0..events.len() as u64 {
-            let mut e = events.event(seq).expect("a held event").into_owned();
-            self.event(&mut e);
-            b.events.push(e);
+        if self.learns_compact() && !self.plain() {
+            b.events = b.events.map_held(|e, keep| match keep {
+                Some(keep) => self.event_extending(e, keep),
+                None => self.event(e),
+            });
+        } else {
+            let mut events = std::mem::take(&mut b.events);
+            for seq in 0..events.len() as u64 {
+                let mut e = events.event(seq).expect("a held event").into_owned();
+                self.event(&mut e);
+                b.events.push(e);
+            }
         }
         if let Some(f) = b.footer.as_mut() {
             self.footer(f);
