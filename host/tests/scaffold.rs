@@ -647,13 +647,16 @@ fn check_lists_every_problem_of_the_project_file() {
     );
     assert!(!out.stdout.contains("no such file"), "{out}");
     assert!(out.stdout.contains("1 problem(s) in 1 file(s)"), "{out}");
-    // A `jobs` past TOML's integers is said in words (it said "as i128,
-    // expected any valid TOML value").
+    // A `jobs` past TOML's integers is said as any other `jobs` out of
+    // range (it said "as i128, expected any valid TOML value", then
+    // TOML's integer limits).
     std::fs::write(p.join("worldline.toml"), "jobs = 99999999999999999999\n").unwrap();
     let out = worldline_at(p, ["check"], &[]);
     out.expect_code(2);
     assert!(
-        out.stdout.contains("./worldline.toml:1:8: jobs: invalid value: integer `99999999999999999999` is past TOML's integers (-9223372036854775808 to 9223372036854775807)"),
+        out.stdout.contains(
+            "./worldline.toml:1:8: jobs must be a whole number from 1 to 1024, not 99999999999999999999"
+        ),
         "{out}"
     );
 }

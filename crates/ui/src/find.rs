@@ -6,15 +6,13 @@
 
 use super::calls::is_model_call;
 use super::html::url;
+use super::timeline::{PER_PAGE, hidden_row};
 use anyhow::Result;
 use maud::{Markup, html};
 use std::collections::BTreeMap;
 use std::ops::Range;
 use worldline_case::canon;
 use worldline_log::log::Event;
-
-/// How many events a page of the run's timeline holds.
-pub(crate) const PER_PAGE: usize = 200;
 
 /// How many matching events a search lists.
 pub(crate) const MATCHES: usize = 100;
@@ -53,7 +51,7 @@ pub(crate) fn to_event(id: &str, n: usize) -> String {
 /// (`noise=1`) when its row is one of those hidden until they are (a jump
 /// to a clock read landed on a hidden row).
 pub(crate) fn to_row(id: &str, events: &[Event], n: usize) -> String {
-    if !super::timeline::hidden_row(events, n) {
+    if !hidden_row(events, n) {
         return to_event(id, n);
     }
     format!("/run/{}?page={}&noise=1#e{n}", url(id), n / PER_PAGE + 1)

@@ -2,11 +2,11 @@
 //! output, the agent's own error, the grade (each assertion's expected and
 //! actual), the model usage and cost, the calls on the virtual clock, the
 //! lineage, replay and diff forms, the event table a page of
-//! [`PER_PAGE`](super::find::PER_PAGE)
+//! [`PER_PAGE`](super::timeline::PER_PAGE)
 //! events at a time, the conversation, and a trapped run's traceback.
 
-use super::find::PER_PAGE;
 use super::html::{badge, layout, short, url};
+use super::timeline::PER_PAGE;
 use super::{Reply, Seen};
 use anyhow::Result;
 use maud::{Markup, html};

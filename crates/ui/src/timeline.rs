@@ -28,6 +28,9 @@ use worldline_log::log::payload::{ModelAnswer, ModelRequest};
 use worldline_log::log::{Call, Event};
 use worldline_report::timeline::summary;
 
+/// How many events a page of the run's timeline holds.
+pub(crate) const PER_PAGE: usize = 200;
+
 /// Calls the runtime (CPython, the JS engine, the Rust std) makes for
 /// itself rather than for the agent's logic.
 const RUNTIME: &[&str] = &[
@@ -215,7 +218,7 @@ pub(crate) fn table(
         .iter()
         .filter(|e| is_noise(e))
         .count();
-    let page = range.start / super::find::PER_PAGE + 1;
+    let page = range.start / PER_PAGE + 1;
     // Without JavaScript the box does nothing: a link asks the server.
     let other = format!(
         "/run/{}?page={page}{}",

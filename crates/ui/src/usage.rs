@@ -140,7 +140,7 @@ pub(crate) fn section(id: &str, u: &RunUsage, range: std::ops::Range<usize>) -> 
     let rows: Vec<&CallUsage> = (u.calls.iter())
         .filter(|c| !cut || range.contains(&(c.seq as usize)))
         .collect();
-    let page = range.start / super::find::PER_PAGE + 1;
+    let page = range.start / super::timeline::PER_PAGE + 1;
     html! {
         h2 { "Model usage" }
         p #usage-total {

@@ -10,7 +10,6 @@
 
 use anyhow::{Context as _, Result};
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
@@ -69,11 +68,11 @@ impl Drop for Workdir {
     }
 }
 
-/// Take the folder's lock without waiting: false when another process
-/// holds it (or it cannot be taken).
+/// Take the folder's lock without waiting (`flock`, which std's
+/// `try_lock` is on Linux): false when another process holds it (or it
+/// cannot be taken).
 fn locked(dir: &File) -> bool {
-    // SAFETY: flock on a descriptor this `File` owns.
-    unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+    dir.try_lock().is_ok()
 }
 
 /// Remove the run folders in `tmp` that this user owns and no live
