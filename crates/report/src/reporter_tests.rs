@@ -461,16 +461,27 @@ fn verified() -> (
     (reports, v)
 }
 
-/// `verify`'s report written as its replays come.
+/// `verify`'s report written as its replays come, this worldline's rules
+/// number and the later one's named by what they are, so a new rules
+/// number does not change the snapshots (they spelt 9 and 10 once).
 fn verify_report(json: bool) -> String {
     let (reports, v) = verified();
-    text(|out| {
+    let doc = text(|out| {
         let mut report = super::verify::Stream::new(out, json, v.sample.as_ref(), 2)?;
         for r in &reports {
             report.replayed(r)?;
         }
         report.finish(&v)
-    })
+    });
+    let current = worldline_log::log::rules::CURRENT;
+    doc.replace(
+        &format!("rules {}, past this one's {current}", current + 1),
+        "rules CURRENT + 1, past this one's CURRENT",
+    )
+    .replace(
+        &format!("\"rules\": {}", current + 1),
+        "\"rules\": \"CURRENT + 1\"",
+    )
 }
 
 #[test]
