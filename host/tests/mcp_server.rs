@@ -297,6 +297,23 @@ fn a_second_initialize_in_a_session_is_refused_over_both_transports() {
 /// object id's `tools/call` calls nothing), a null id is taken; the
 /// session replays `identical`, each refused message derived again from
 /// its event. Over HTTP, an `initialize` so refused opens no session.
+/// Sessions recorded under rules 9 (`tests/bundles/before-rules-10/mcp-*.json`,
+/// over stdio and over HTTP) whose messages rules 10 refuses (no
+/// `"jsonrpc"`, an object id, a batch) or refused already with a null id
+/// (text that is no JSON; over HTTP, status 400) replay `identical`:
+/// each message is made again from its event (a refused one with the
+/// null id and status it was answered with), as rules 9 answered it.
+/// A check that the code read might make such a replay send a number id
+/// and diverge; it does not, and this keeps it so.
+#[test]
+fn sessions_of_rules_9_with_messages_rules_10_refuses_replay_identical() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    for file in ["mcp-stdio.json", "mcp-http.json"] {
+        common::imported_fixture(&store, "before-rules-10", file);
+    }
+}
+
 #[test]
 fn messages_that_are_no_json_rpc_2_0_are_refused_and_the_session_replays() {
     let dir = temp_dir();
