@@ -1288,3 +1288,139 @@ fn a_damaged_cache_entry_of_a_world_service_is_named_as_one() {
         "{again}"
     );
 }
+
+/// `worldline` with `args` and `--store store` under an address-space
+/// limit of `mib` MiB (`ulimit -v`).
+fn under_limit(store: &Path, args: &[&OsStr], mib: u64) -> common::CliOutput {
+    use std::os::unix::process::CommandExt as _;
+    let mut cmd = common::cli();
+    cmd.args(args).arg("--store").arg(store);
+    let bytes = mib << 20;
+    // SAFETY: `setrlimit` only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    common::CliOutput::of(cmd.output().unwrap())
+}
+
+/// The least address space (in MiB, to 256) under which a run of `case`
+/// completes: its agent's instance and the process, and no more.
+fn least_address_space(store: &Path, case: &Path, agent: &Path, worlds: &Path) -> u64 {
+    let args = [
+        OsStr::new("run"),
+        case.as_os_str(),
+        OsStr::new("--agent"),
+        agent.as_os_str(),
+        OsStr::new("--worlds"),
+        worlds.as_os_str(),
+    ];
+    let (mut low, mut high) = (1024, 64 << 10);
+    under_limit(store, &args, high).expect_code(0);
+    while high - low > 256 {
+        let mid = (low + high) / 2;
+        match under_limit(store, &args, mid).code {
+            0 => high = mid,
+            _ => low = mid,
+        }
+    }
+    high
+}
+
+/// A machine that cannot give a run's service, or its agent, the address
+/// space an instance reserves (a low `ulimit -v`) stops the run as its own
+/// failure (exit 4, saying so and how to go on): nothing of it is recorded
+/// as the run's outcome. Before, the service's `mmap` error was recorded as
+/// a tool's failed answer and graded, the agent's as the agent's trap
+/// (exit 3), and a replay under the limit said `diverged`. `resume` without
+/// the limit goes on and passes; a pooled `test` names the way out.
+#[test]
+fn a_machine_short_of_address_space_stops_the_run_unrecorded_and_resume_goes_on() {
+    let dir = temp_dir();
+    let worlds = counters(dir.path());
+    let agent = guest("caller-agent");
+    let store = dir.path().join("store");
+    let quiet = counters_case(dir.path(), json!([]), "");
+    let quiet = {
+        let to = dir.path().join("quiet.toml");
+        std::fs::rename(&quiet, &to).unwrap();
+        to
+    };
+    let least = least_address_space(&store, &quiet, &agent, &worlds);
+    let case = counters_case(
+        dir.path(),
+        json!([{"tool": "bump", "args": {"id": "c"}}]),
+        "",
+    );
+    let run = [
+        OsStr::new("run"),
+        case.as_os_str(),
+        OsStr::new("--agent"),
+        agent.as_os_str(),
+        OsStr::new("--worlds"),
+        worlds.as_os_str(),
+    ];
+    // The service's instance: the agent's fits, the service's does not.
+    let out = under_limit(&store, &run, least);
+    out.expect_code(4);
+    assert!(
+        out.stderr
+            .contains("the machine could not make an instance of the world's service")
+            && out.stderr.contains("`ulimit -v`")
+            && out.stderr.contains("--resend-in-flight"),
+        "{out}"
+    );
+    let runs = worldline(&store, ["runs", "--json"]);
+    let stopped: Vec<&Value> = runs
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["case"] == "case")
+        .collect();
+    assert_eq!(stopped.len(), 1, "{runs}");
+    assert_eq!(stopped[0]["status"], "incomplete", "{runs}");
+    let id = stopped[0]["run_id"].as_str().unwrap().to_string();
+    let bundle = std::fs::read_to_string(store.join("runs").join(format!("{id}.jsonl"))).unwrap();
+    assert!(!bundle.contains("mmap"), "{bundle}");
+    // Without the limit, the run goes on from its events and passes.
+    let resumed = worldline(&store, ["resume", &id, "--resend-in-flight", "--json"]);
+    resumed.expect_code(0);
+    assert_eq!(resumed.json()["status"], "completed", "{resumed}");
+    // A replay under the limit is the machine's failure, not a divergence.
+    let rid = resumed.json()["run_id"].as_str().unwrap().to_string();
+    let replay = under_limit(&store, &[OsStr::new("replay"), OsStr::new(&rid)], least);
+    replay.expect_code(4);
+    assert!(
+        replay.stderr.contains("the machine could not") && !replay.stdout.contains("diverged"),
+        "{replay}"
+    );
+    // The agent's own instance: the run stops before its first event.
+    let out = under_limit(&store, &run, least - 2048);
+    out.expect_code(4);
+    assert!(
+        out.stderr
+            .contains("the machine could not make the agent's instance"),
+        "{out}"
+    );
+    // A pooled command reserves its instances at once, and says how else.
+    let suite = [
+        OsStr::new("test"),
+        case.as_os_str(),
+        OsStr::new("--agent"),
+        agent.as_os_str(),
+        OsStr::new("--worlds"),
+        worlds.as_os_str(),
+    ];
+    let out = under_limit(&store, &suite, least);
+    out.expect_code(4);
+    assert!(out.stderr.contains("WORLDLINE_INSTANCE_POOL=0"), "{out}");
+}

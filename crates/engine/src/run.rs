@@ -213,7 +213,8 @@ pub fn run_with(
     let begun = begin(sandbox, header, case, &mut opts)?;
     let guest = execute(sandbox, agent, case, begun.med, |e| {
         begun.opened.write_error(opts.store, e)
-    })?;
+    })
+    .map_err(|e| begun.opened.host_error(e))?;
     guest.finish(case, begun.opened, &opts)
 }
 
@@ -232,6 +233,19 @@ impl Opened {
     pub fn write_error(&self, store: Option<&StoreDir>, e: anyhow::Error) -> anyhow::Error {
         match (store, &self.bundle_path) {
             (Some(dir), Some(path)) => anyhow::Error::new(dir.write_error(path, e)),
+            _ => e,
+        }
+    }
+
+    /// `e`, when the machine stopped the run (`Stop::Host`), with the run
+    /// and where its events so far are: a run made again from them once
+    /// the machine has what it lacked.
+    fn host_error(&self, e: anyhow::Error) -> anyhow::Error {
+        match (&self.run_id, &self.bundle_path, e.downcast_ref::<Stop>()) {
+            (Some(id), Some(path), Some(Stop::Host(_))) => e.context(format!(
+                "run {id} stopped (its bundle {} keeps its events so far: `worldline resume {id} --resend-in-flight` goes on from them, the call it stopped in, if any, being one the machine did not serve)",
+                path.display()
+            )),
             _ => e,
         }
     }
@@ -580,14 +594,21 @@ pub(crate) fn execute(
 ) -> Result<Guest> {
     let fuel_budget = case.limits.fuel;
     let mut store = new_store(sandbox, case, med)?;
-    let result = agent
-        .pre
-        .instantiate(&mut store)
-        .and_then(|bindings| bindings.call_run(&mut store, case.task.text()));
+    let result = match agent.pre.instantiate(&mut store) {
+        Ok(bindings) => bindings.call_run(&mut store, case.task.text()),
+        Err(e) if worldline_runtime::sandbox::host_failure(&e) => {
+            return Err(Stop::Host(format!("make the agent's instance: {e:#}")).into());
+        }
+        Err(e) => Err(e),
+    };
     let fuel = fuel_budget - store.get_fuel().unwrap_or(0);
     let ended = match result {
         Ok(Ok(out)) => (Status::Completed, Some(out), None, Vec::new()),
         Ok(Err(msg)) => (Status::Errored, None, Some(msg), Vec::new()),
+        // The machine's failure is no outcome of the run (`machine.rs`).
+        Err(ref err) if let Some(Stop::Host(why)) = err.downcast_ref::<Stop>() => {
+            return Err(Stop::Host(why.clone()).into());
+        }
         Err(err) => {
             let med = &store.data().med;
             let ended = classify(&err, &med.services.stderr()).map_err(internal)?;
@@ -779,7 +800,9 @@ pub fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
             // A rerun stopped by `--model fail`: the recording it answers
             // from ran out, as a script does (decision 0417).
             Stop::Unscripted(_) | Stop::ModelMiss(_) => (Status::Unscripted, fault.to_string()),
-            Stop::Bundle(_) | Stop::Untyped(_) | Stop::Branched => anyhow::bail!("{fault}"),
+            Stop::Bundle(_) | Stop::Untyped(_) | Stop::Branched | Stop::Host(_) => {
+                anyhow::bail!("{fault}")
+            }
             Stop::Diverged | Stop::ReplayEnd => (Status::Trapped, fault.to_string()),
         }
     } else if let Some(trap) = err.downcast_ref::<Trap>() {

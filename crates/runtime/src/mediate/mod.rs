@@ -76,6 +76,12 @@ pub enum Stop {
     MemoryLimit { asked: usize, limit: usize },
     #[error("could not append to the bundle: {0}")]
     Bundle(String),
+    /// The machine could not give what a run needs (`sandbox::host_failure`):
+    /// what it could not do, and why.
+    #[error(
+        "the machine could not {0}: a limit of this process (`ulimit -v`) or of the memory free, not the agent's or the world's doing, so it is not recorded"
+    )]
+    Host(String),
     #[error("{0}")]
     Untyped(String),
     #[error("replay diverged from the recording")]
@@ -626,6 +632,11 @@ impl Mediator {
             None if following && live => self.logged_answer(seq),
             None => serve(&mut self.services, &request),
         };
+        // A service the machine could not instantiate answered nothing:
+        // the run ends before the call is recorded.
+        if let Some(why) = (self.services.service.as_mut()).and_then(|s| s.host_failed.take()) {
+            return Err(Stop::Host(why));
+        }
         self.services.clock.wait(answer.latency_ns);
         if !edit_writes.is_empty() {
             answer.writes.splice(0..0, edit_writes);

@@ -21,9 +21,11 @@
 mod cache;
 mod functions;
 pub(crate) mod imports;
+mod machine;
 mod pool;
 mod service;
 
+pub use machine::host_failure;
 pub use service::unfit as unfit_service;
 
 use crate::mediate::RunState;
@@ -176,6 +178,7 @@ impl Sandbox {
         }
         // How instances are allocated changes no compiled code, so it is
         // not an engine setting (the compile cache serves both).
+        let pooled = matches!(instances, wasmtime::InstanceAllocationStrategy::Pooling(_));
         config.allocation_strategy(instances);
         // Nor does taking a function's code from the functions compiled
         // before (`functions.rs`).
@@ -184,9 +187,13 @@ impl Sandbox {
                 .enable_incremental_compilation(Arc::new(FunctionCache::new(cache.dir())))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
         }
-        let engine = Engine::new(&config)
-            .map_err(|e| anyhow::anyhow!("{e}"))
-            .context("creating the wasm engine")?;
+        let engine = Engine::new(&config).map_err(|e| match pooled && host_failure(&e) {
+            // The pool reserves its slots' address space up front.
+            true => anyhow::anyhow!(
+                "creating the wasm engine: {e:#}: the pool of instances for this command's runs reserves their address space at once, which this process's limit (`ulimit -v`) or the memory free does not allow; raise the limit, use fewer `--jobs`, or set WORLDLINE_INSTANCE_POOL=0 to make each run's instances as it needs them"
+            ),
+            false => anyhow::anyhow!("creating the wasm engine: {e:#}"),
+        })?;
         let mut linker = Linker::new(&engine);
         AgentHost::add_to_linker::<RunState, HasSelf<RunState>>(
             &mut linker,

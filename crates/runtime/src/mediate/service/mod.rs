@@ -67,6 +67,10 @@ pub struct Runtime {
     /// where it stopped) is the wall clock's, so the run ends `timeout`
     /// once the call is recorded, as a run whose agent it stops does.
     pub(crate) watchdog_struck: bool,
+    /// The machine could not make the instance the last call needed
+    /// (`sandbox::host_failure`): the call is not answered, and the run
+    /// ends as the host's failure, not the service's.
+    pub(crate) host_failed: Option<String>,
 }
 
 /// The largest answer one service call may give (its text).
@@ -103,6 +107,7 @@ impl Runtime {
             timeout_ticks,
             live: None,
             watchdog_struck: false,
+            host_failed: None,
             idle: Some(ServiceData {
                 run,
                 frame: idle_frame(),
@@ -173,6 +178,20 @@ impl Runtime {
         let frame = Frame::new(std::mem::take(state), as_of.clone(), rules);
         let args_json = worldline_case::canon::to_string(args);
         let (outcome, fuel, frame, stderr) = match self.live(frame, run_mono) {
+            Err((err, _)) if crate::sandbox::host_failure(&err) => {
+                self.host_failed = Some(format!(
+                    "make an instance of the world's service {} for `{tool}`: {err:#}",
+                    self.service.component
+                ));
+                let (frame, _) = (self.idle.as_mut())
+                    .expect("the service's store data is back")
+                    .end_call();
+                *state = frame.restore();
+                return (
+                    Err(ToolFailure::new(ErrorKind::Failed, String::new())),
+                    Value::Null,
+                );
+            }
             Err((err, fuel)) => {
                 let (frame, stderr) = self
                     .idle
