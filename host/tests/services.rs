@@ -1312,17 +1312,22 @@ fn under_limit(store: &Path, args: &[&OsStr], mib: u64) -> common::CliOutput {
     common::CliOutput::of(cmd.output().unwrap())
 }
 
-/// The least address space (in MiB, to 256) under which a run of `case`
-/// completes: its agent's instance and the process, and no more.
-fn least_address_space(store: &Path, case: &Path, agent: &Path, worlds: &Path) -> u64 {
-    let args = [
-        OsStr::new("run"),
+/// `command` (`run`, `test`) of `case` by `agent` on `worlds`.
+fn on<'a>(command: &'a str, case: &'a Path, agent: &'a Path, worlds: &'a Path) -> [&'a OsStr; 6] {
+    [
+        OsStr::new(command),
         case.as_os_str(),
         OsStr::new("--agent"),
         agent.as_os_str(),
         OsStr::new("--worlds"),
         worlds.as_os_str(),
-    ];
+    ]
+}
+
+/// The least address space (in MiB, to 256) under which a run of `case`
+/// completes: its agent's instance and the process, and no more.
+fn least_address_space(store: &Path, case: &Path, agent: &Path, worlds: &Path) -> u64 {
+    let args = on("run", case, agent, worlds);
     let (mut low, mut high) = (1024, 64 << 10);
     under_limit(store, &args, high).expect_code(0);
     while high - low > 256 {
@@ -1360,14 +1365,7 @@ fn a_machine_short_of_address_space_stops_the_run_unrecorded_and_resume_goes_on(
         json!([{"tool": "bump", "args": {"id": "c"}}]),
         "",
     );
-    let run = [
-        OsStr::new("run"),
-        case.as_os_str(),
-        OsStr::new("--agent"),
-        agent.as_os_str(),
-        OsStr::new("--worlds"),
-        worlds.as_os_str(),
-    ];
+    let run = on("run", &case, &agent, &worlds);
     // The service's instance: the agent's fits, the service's does not.
     let out = under_limit(&store, &run, least);
     out.expect_code(4);
@@ -1412,14 +1410,7 @@ fn a_machine_short_of_address_space_stops_the_run_unrecorded_and_resume_goes_on(
         "{out}"
     );
     // A pooled command reserves its instances at once, and says how else.
-    let suite = [
-        OsStr::new("test"),
-        case.as_os_str(),
-        OsStr::new("--agent"),
-        agent.as_os_str(),
-        OsStr::new("--worlds"),
-        worlds.as_os_str(),
-    ];
+    let suite = on("test", &case, &agent, &worlds);
     let out = under_limit(&store, &suite, least);
     out.expect_code(4);
     assert!(out.stderr.contains("WORLDLINE_INSTANCE_POOL=0"), "{out}");
