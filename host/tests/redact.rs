@@ -1032,3 +1032,143 @@ fn bundle_events(store: &Path, id: &str) -> Vec<Value> {
         .filter(|v| v.get("seq").is_some())
         .collect()
 }
+
+/// `otel` learns the whole run before it shows a span, as `history` does:
+/// a value a path hides in a later event is hidden in the spans before
+/// it, and a value a `state` path hides in the world is hidden in the
+/// answers that quote it (`otel --content` showed both whole, each span
+/// redacted as it came).
+#[test]
+fn otel_hides_what_history_hides_learning_the_whole_run_first() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let secret = "s3cr3t-author-77";
+    let case = write_case(
+        dir.path(),
+        "notes",
+        &format!(
+            "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [\
+             {{ tool = \"add_note\", args = {{ ticket = \"T-1\", text = \"{secret}\", author = \"bot\" }} }}, \
+             {{ tool = \"add_note\", args = {{ ticket = \"T-2\", text = \"second\", author = \"{secret}\" }} }}] }}\n"
+        ),
+    );
+    let out = worldline(
+        &store,
+        [
+            "run",
+            s(&case),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&common::worlds_dir()),
+            "--json",
+        ],
+    );
+    out.expect_code(0);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let policy = dir.path().join("redact.toml");
+    std::fs::write(
+        &policy,
+        "paths = [\"request.args.author\"]\ndetectors = []\n",
+    )
+    .unwrap();
+    let spans = dir.path().join("spans.pb");
+    for redact in [vec!["--unredacted"], vec!["--redact", s(&policy)]] {
+        let mut args = vec!["otel", run.as_str(), "--content", "-o", s(&spans)];
+        args.extend(&redact);
+        worldline(&store, &args).expect_code(0);
+        let bytes = std::fs::read(&spans).unwrap();
+        let shown = String::from_utf8_lossy(&bytes);
+        assert_eq!(
+            shown.contains(secret),
+            redact[0] == "--unredacted",
+            "{redact:?}"
+        );
+    }
+    // A `state` path: the world's value, in the answer that quotes it.
+    let st = setup();
+    std::fs::write(
+        st.store.join("redact.toml"),
+        "paths = [\"state.customers.*.name\"]\ndetectors = []\n",
+    )
+    .unwrap();
+    let spans = st.root.join("crm.pb");
+    worldline(
+        &st.store,
+        ["otel", st.run.as_str(), "--content", "-o", s(&spans)],
+    )
+    .expect_code(0);
+    let shown = String::from_utf8_lossy(&std::fs::read(&spans).unwrap()).into_owned();
+    assert!(
+        !shown.contains("Ana Lopez") && !shown.contains("Bo Chen") && shown.contains("<redacted:"),
+        "{shown}"
+    );
+}
+
+/// A failure signature names what its check names (a row's key); a
+/// listing shows it as `history` of its run would, hiding a key a path of
+/// the policy hides in the run: `runs`, `runs --json`, the UI's list of
+/// runs and `otel`'s root span showed `tickets/T-777` where `history` hid
+/// it (a key of four characters or more: a shorter one is hidden only where
+/// a path names it).
+#[test]
+fn a_signature_hides_a_key_a_path_hides_in_its_run() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(
+        dir.path(),
+        "tickets",
+        "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\n\
+         task = { calls = [{ tool = \"get_ticket\", args = { id = \"T-777\" } }] }\n\
+         [[expect.state]]\ntable = \"tickets\"\nkey = \"T-777\"\nfield = \"status\"\nequals = \"never\"\n",
+    );
+    let out = worldline(
+        &store,
+        [
+            "run",
+            s(&case),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&common::worlds_dir()),
+            "--json",
+        ],
+    );
+    out.expect_code(1);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let plain = worldline(&store, ["runs", "--json"]);
+    assert!(
+        plain.json()[0]["signature"]
+            .as_str()
+            .unwrap()
+            .contains("T-777"),
+        "{plain}"
+    );
+    std::fs::write(
+        store.join("redact.toml"),
+        "paths = [\"request.args.id\"]\ndetectors = []\n",
+    )
+    .unwrap();
+    let history = worldline(&store, ["history", run.as_str(), "--full"]);
+    assert!(!history.stdout.contains("T-777"), "{history}");
+    let listed = worldline(&store, ["runs", "--json"]);
+    let signature = listed.json()[0]["signature"].as_str().unwrap().to_string();
+    assert!(
+        !signature.contains("T-777") && signature.contains("<redacted:"),
+        "{listed}"
+    );
+    let text = worldline(&store, ["runs"]);
+    assert!(!text.stdout.contains("T-777"), "{text}");
+    let spans = dir.path().join("spans.pb");
+    worldline(&store, ["otel", run.as_str(), "-o", s(&spans)]).expect_code(0);
+    let shown = String::from_utf8_lossy(&std::fs::read(&spans).unwrap()).into_owned();
+    assert!(!shown.contains("T-777"), "{shown}");
+    let ui = crate::ui_support::Server::start(&store, &[]);
+    let page = ui.get("/");
+    assert_eq!(page.status, 200);
+    assert!(
+        !page.body.contains("T-777") && page.body.contains("&lt;redacted:"),
+        "{}",
+        page.body
+    );
+}

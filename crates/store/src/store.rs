@@ -669,6 +669,50 @@ impl StoreDir {
         }
     }
 
+    /// Teach `r` what run `id` hides, showing nothing: its world's `state`
+    /// paths, its header, events and footer, as `history` of it learns
+    /// them, so a line that quotes the run (a listing's failure
+    /// signature) hides what its views hide. `worlds`: the worlds taught
+    /// already, each read once. `false` when the run cannot be read (then
+    /// nothing is taught).
+    pub fn learn_run(
+        &self,
+        r: &mut worldline_log::redact::Redactor,
+        id: &str,
+        worlds: &mut std::collections::BTreeSet<String>,
+    ) -> bool {
+        let Ok(path) = self.resolve_run_id(id) else {
+            return false;
+        };
+        let Ok(mut b) = worldline_log::log::bundle::read_held(&path) else {
+            return false;
+        };
+        if worlds.insert(b.header.world_hash.clone()) {
+            self.learn_world(r, &b.header.world_hash);
+        }
+        r.whole(&b.header, &mut b.events, b.footer.as_ref());
+        true
+    }
+
+    /// Run `id`'s failure signature as `r`'s policy shows it in a listing:
+    /// under a policy whose paths hide what runs hold, once the run is
+    /// learnt ([`learn_run`](Self::learn_run): the signature may name a
+    /// key that `history` of the run hides), and not shown when the run
+    /// cannot be read to learn it; `worlds` as `learn_run` takes it.
+    pub fn shown_signature(
+        &self,
+        r: &mut worldline_log::redact::Redactor,
+        id: &str,
+        signature: Option<String>,
+        worlds: &mut std::collections::BTreeSet<String>,
+    ) -> Option<String> {
+        let signature = signature?;
+        if !r.needs_the_run() {
+            return Some(r.repeated(signature));
+        }
+        self.learn_run(r, id, worlds).then(|| r.text(&signature))
+    }
+
     /// The recorded world `world_hash`, rebuilt from the store into
     /// `worlds/<hash>/` and loaded from there.
     pub fn load_world(

@@ -198,13 +198,15 @@ fn select(app: &Seen, q: &BTreeMap<String, String>, at: u64) -> Result<Page> {
         if signature.is_none() && case.is_none() && text.is_none() && written_by.is_none() {
             let mut page = index.page(&filter, PER_PAGE, at)?;
             if let Some(red) = redactor.as_mut() {
-                page.rows.iter_mut().for_each(|r| shown(red, r));
+                let mut worlds = std::collections::BTreeSet::new();
+                (page.rows.iter_mut()).for_each(|r| shown(&app.store, red, r, &mut worlds));
             }
             return Ok(page);
         }
+        let mut worlds = std::collections::BTreeSet::new();
         index.page_kept(&filter, PER_PAGE, at, |r| {
             if let Some(red) = redactor.as_mut() {
-                shown(red, r);
+                shown(&app.store, red, r, &mut worlds);
             }
             signature
                 .as_ref()
@@ -219,9 +221,16 @@ fn select(app: &Seen, q: &BTreeMap<String, String>, at: u64) -> Result<Page> {
     Ok(page)
 }
 
-/// A row's signature and case name as the view's policy shows them.
-fn shown(red: &mut worldline_log::redact::Redactor, r: &mut Row) {
-    r.signature = r.signature.take().map(|s| red.repeated(s));
+/// A row's signature and case name as the view's policy shows them (the
+/// signature once its run is learnt, `StoreDir::shown_signature`).
+fn shown(
+    store: &worldline_store::store::StoreDir,
+    red: &mut worldline_log::redact::Redactor,
+    r: &mut Row,
+    worlds: &mut std::collections::BTreeSet<String>,
+) {
+    let signature = r.signature.take();
+    r.signature = store.shown_signature(red, &r.run_id, signature, worlds);
     r.case = red.repeated(std::mem::take(&mut r.case));
 }
 

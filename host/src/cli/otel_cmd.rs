@@ -76,6 +76,20 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
     }
     let ids: Vec<&str> = views.iter().map(|v| v.run_id.as_str()).collect();
     let mut redactor = args.redaction.redactor(&store, "otel", &ids)?;
+    // A trace shows whole runs: what each hides is learnt first, as
+    // `history` learns it, so a value a later event (or the world a
+    // `state` path names) hides is hidden in the spans before it, in a
+    // user's turn and in the root span's status too.
+    if let Some(r) = redactor.as_mut() {
+        for v in &mut views {
+            store.learn_world(r, &v.bundle.header.world_hash);
+            r.whole(
+                &v.bundle.header,
+                &mut v.bundle.events,
+                v.bundle.footer.as_ref(),
+            );
+        }
+    }
     let opts = Options {
         content: args.content,
     };

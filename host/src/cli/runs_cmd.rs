@@ -216,6 +216,7 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
             && (case.as_ref()).is_none_or(|c| worldline_case::world::glob_match(c, &r.case))
     };
     let redactor = RefCell::new(redactor);
+    let learnt = RefCell::new(BTreeSet::new());
     let (_, sync) = Index::read(&store, |index| {
         let mut lister = lister.borrow_mut();
         lister.pending.clear();
@@ -224,7 +225,9 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
                 return Ok(false);
             }
             if let Some(r) = redactor.borrow_mut().as_mut() {
-                row.signature = row.signature.take().map(|s| r.repeated(s));
+                let signature = row.signature.take();
+                row.signature =
+                    store.shown_signature(r, &row.run_id, signature, &mut learnt.borrow_mut());
                 row.case = r.repeated(std::mem::take(&mut row.case));
             }
             if keep(&row) {

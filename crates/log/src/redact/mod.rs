@@ -482,6 +482,14 @@ impl Redactor {
         p
     }
 
+    /// Whether a text from a run is shown hidden only once the run is
+    /// learnt: the policy's paths hide values the run's events (or its
+    /// world) hold, which text elsewhere may quote (a failure signature
+    /// naming a hidden key). Detectors alone read the text itself.
+    pub fn needs_the_run(&self) -> bool {
+        !self.policy.paths.is_empty()
+    }
+
     /// [`text`](Self::text) of a short text many rows share (a failure
     /// signature): each distinct one is redacted once.
     pub fn repeated(&mut self, text: String) -> String {
