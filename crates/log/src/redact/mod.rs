@@ -1832,7 +1832,10 @@ mod tests {
             let mut learnt = r.clone();
             learnt.whole(&b.header, &mut b.events, b.footer.as_ref());
             let copy = copy::of("run-1", &mut b, None, &mut r);
-            (crate::log::bundle::held_to_text(&copy), r.read - learnt.read)
+            (
+                crate::log::bundle::held_to_text(&copy),
+                r.read - learnt.read,
+            )
         };
         let ((short, read_short), (long, read_long)) = (copied(100, false), copied(200, false));
         assert!(
