@@ -206,6 +206,138 @@ fn a_suite_that_loses_its_database_reports_the_runs_it_made_and_names_every_one_
     }
 }
 
+/// A case whose every fuzzed run fails (its one call denied), each run a
+/// little work so that a campaign of 400 takes a while.
+const FAILING: &str = "world = \"demo@v1\"\nseed = 11\nclock = 2026-03-01T12:00:00Z\n\
+     task = { work = 20_000_000, calls = [{ tool = \"get_ticket\", args = { id = \"T-1\" } }] }\n\
+     [limits]\nfuel = 100_000_000_000\n\
+     [[expect.calls]]\ntool = \"get_ticket\"\ndenied = false\ncount = 1\n\
+     [fuzz]\n[[fuzz.tools]]\ntool = \"get_ticket\"\ndeny = 1.0\n";
+
+/// A fuzz campaign whose server goes away: as `test` does, it prints its
+/// report of the runs it made (text and `--json`, with the error and
+/// every run set aside), says its report and the reproducers it did not
+/// keep were not stored, and exits 2, whether the server went while it
+/// stored every run (`--keep-all`, on two jobs: a worker's runs too) or
+/// before its reproducer was kept (the campaign ended with exit 2 and an
+/// empty stdout, the report of 400 runs lost).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn a_fuzz_campaign_that_loses_its_database_reports_the_runs_it_made() {
+    let pg = own_cluster();
+    let schema = fresh_schema();
+    let store = PathBuf::from(pg.store_in(&schema));
+    let dir = temp_dir();
+    let case = write_case(dir.path(), "failing", FAILING);
+    let agent = guest("caller-agent");
+    let worlds = worlds_dir();
+    let stored = || {
+        pg.psql(&format!("SELECT count(*) FROM {schema}.runs"))
+            .parse::<u32>()
+            .unwrap()
+    };
+    // Compiled once, so that the campaigns' runs are quick and steady
+    // (without its faults, the case passes).
+    suite(&store, &case).expect_code(0);
+    let unstored = store_folder(&store).join("unstored");
+    for keep_all in [true, false] {
+        let before = stored();
+        let events = dir.path().join(format!("events-{keep_all}.jsonl"));
+        let mut args = vec![
+            "fuzz",
+            s(&case),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+            "--runs",
+            "400",
+            "--events",
+            s(&events),
+        ];
+        if keep_all {
+            args.extend(["--keep-all", "--jobs", "2", "--json"]);
+        } else {
+            args.extend(["--jobs", "1"]);
+        }
+        let child = common::worldline_spawn(&store, args);
+        let t0 = std::time::Instant::now();
+        let going = || match keep_all {
+            true => stored() >= before + 6,
+            false => {
+                (std::fs::read_to_string(&events).unwrap_or_default())
+                    .matches("run_finished")
+                    .count()
+                    >= 3
+            }
+        };
+        while !going() {
+            assert!(t0.elapsed().as_secs() < 120, "the campaign made no runs");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        pg.stop();
+        let out = common::CliOutput::of(child.wait_with_output().unwrap());
+        out.expect_code(2);
+        pg.start();
+        let aside: Vec<PathBuf> = std::fs::read_dir(&unstored)
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        assert!(!aside.is_empty(), "{out}");
+        for path in &aside {
+            assert!(
+                out.stderr.contains(&path.display().to_string()),
+                "{} named in {out}",
+                path.display()
+            );
+        }
+        assert!(
+            out.stderr
+                .contains("the campaign's report was not kept in the store"),
+            "{out}"
+        );
+        if keep_all {
+            let doc = out.json();
+            assert_eq!(doc["error"]["kind"], "store", "{out}");
+            assert_eq!(doc["error"]["exit_code"], 2, "{out}");
+            assert_eq!(doc["store_failed"], true, "{out}");
+            let named: Vec<PathBuf> = (doc["set_aside"].as_array().unwrap().iter())
+                .map(|p| PathBuf::from(p.as_str().unwrap()))
+                .collect();
+            for path in &aside {
+                assert!(named.contains(path), "{} named in {out}", path.display());
+            }
+            // The runs made are counted, and every one failed: the runs
+            // stored before the server went are among them.
+            let runs = doc["summary"]["runs"].as_u64().unwrap();
+            assert!((6..400).contains(&runs), "{out}");
+            assert_eq!(doc["summary"]["failed"], runs, "{out}");
+            let group = &doc["groups"][0];
+            assert_eq!(group["count"], runs, "{out}");
+            assert_eq!(group["unstored"], true, "{out}");
+            assert!(group["reproducer"]["run_id"].is_null(), "{out}");
+            assert!(doc.get("campaign").is_none(), "{out}");
+        } else {
+            // Every run was made (in memory); the reproducer was not kept.
+            assert!(
+                out.stdout.starts_with("fuzz failing on demo@v1: 400 runs"),
+                "{out}"
+            );
+            assert!(out.stdout.contains("  passed 0/400"), "{out}");
+            assert!(out.stdout.contains("400 runs (100.0%)"), "{out}");
+            assert!(out.stdout.contains("reproducer not kept (seed "), "{out}");
+        }
+        assert!(!out.stdout.contains(PASSWORD) && !out.stderr.contains(PASSWORD));
+        // The next command that reads the store takes back what it holds.
+        worldline(&store, ["runs", "--json"]).expect_code(0);
+        for path in aside {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 /// A long-lived UI whose server restarts: while it is down each page is
 /// the store's 503 saying so (it was 400, the user's fault), and once it
 /// is back the next page is served (the one connection was kept, lost,

@@ -1104,7 +1104,9 @@ fn a_failed_model_call_costs_nothing_and_has_one_name() {
 
 /// A run of more model calls than a page shows lists in its usage table
 /// those of the timeline's page, with a way to the others (600 rows for
-/// a 600-call run before).
+/// a 600-call run before), which keeps the runtime's rows shown when the
+/// page shows them (`noise=1`, as the timeline's pager keeps it: the
+/// usage table's links dropped it).
 #[test]
 fn a_long_run_s_usage_table_lists_the_calls_of_the_page() {
     let dir = temp_dir();
@@ -1142,6 +1144,20 @@ fn a_long_run_s_usage_table_lists_the_calls_of_the_page() {
             .body
             .contains(&format!("href=\"/run/{id}?page=1#usage\""))
     );
+    for (page, to) in [(1, 2), (2, 1)] {
+        let noisy = s.get(&format!("/run/{id}?page={page}&noise=1"));
+        assert_eq!(noisy.status, 200, "{noisy:?}");
+        let pager = &noisy.body[noisy.body.find("id=\"usage-page\"").expect("a pager")..];
+        let pager = &pager[..pager.find("</p>").unwrap()];
+        assert!(
+            pager.contains(&format!("href=\"/run/{id}?page={to}&amp;noise=1#usage\"")),
+            "page {page}: {pager}"
+        );
+        assert!(
+            (noisy.body).contains(&format!("href=\"/run/{id}?page={to}&amp;noise=1\"")),
+            "the timeline's pager keeps it too"
+        );
+    }
 }
 
 /// A run that trapped shows the guest's backtrace on its page, as `run`

@@ -452,3 +452,190 @@ equals = false
     out.expect_code(0);
     assert_eq!(out.json()["status"], "passed", "{out}");
 }
+
+/// A case of the `looper-agent` (a scripted model) asking the user to
+/// turn airplane mode off: the user's rule calls its two tools, then
+/// answers; the user leaves at the next message.
+const TALKS_TO_PHONE_USER: &str = r#"world = "phone@v1"
+seed = 5
+clock = 2026-03-01T12:00:00Z
+task = { prompt = "Help the user get signal.", talk = true }
+
+[user]
+default = "Sorry?"
+
+[[user.rules]]
+contains = "airplane"
+calls = [{ tool = "check_status_bar", args = { id = "phone" } }, { tool = "toggle_airplane_mode", args = { id = "phone", on = false } }]
+reply = "Done, it is off now."
+
+[[user.rules]]
+contains = "Anything else"
+end = "all good"
+satisfied = true
+
+[[model.responses]]
+tool_calls = [{ name = "get_line", arguments = { id = "L1" } }]
+
+[[model.responses]]
+content = "Line L1 is active. Please turn airplane mode off."
+
+[[model.responses]]
+content = "Signal is back. Anything else?"
+"#;
+
+/// The user's own tool calls, as `(name, args)`, in a bundle's order.
+fn user_calls(bundle: &Path) -> Vec<Value> {
+    (read_bundle(bundle).events.into_iter())
+        .filter(|e| e["call"] == USER_TOOL)
+        .map(|e| e["request"].clone())
+        .collect()
+}
+
+/// `worldline otel` exports each call the simulated user made of its own
+/// tools as an `execute_tool` span under the `invoke_agent user` span of
+/// the turn it made them for (`worldline.ran_by` `user`; with
+/// `--content`, its arguments and result, redacted as the agent's are),
+/// and `case from-trace` makes that turn's rule call them again (they
+/// were not exported: a trace showed the user answer without them, and
+/// its case never called them).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn the_users_tool_calls_are_spans_under_its_turn_and_a_case_from_the_trace_makes_them() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let worlds = phone_world(dir.path());
+    let agent = guest("looper-agent");
+    let case = write_case(dir.path(), "phone-talk", TALKS_TO_PHONE_USER);
+    let first = common::run_in(&store, &case, &agent, &worlds);
+    first.expect_code(0);
+    let id = first.json()["run_id"].as_str().unwrap().to_string();
+    let made_calls = user_calls(&first.bundle());
+    assert_eq!(made_calls.len(), 2, "{first}");
+
+    // The store's policy hides the device's id wherever it is quoted.
+    std::fs::write(
+        store.join("redact.toml"),
+        "[[custom]]\nname = \"device\"\npattern = \"phone\"\n",
+    )
+    .unwrap();
+    let receiver = crate::otel::Receiver::start(dir.path());
+    let endpoint = receiver.endpoint();
+    wl(
+        &store,
+        &[
+            &"otel",
+            &id,
+            &"--content",
+            &"--endpoint",
+            &endpoint,
+            &"--json",
+        ],
+    )
+    .expect_code(0);
+    let all: Vec<Value> = (receiver.received().iter())
+        .flat_map(crate::otel::spans)
+        .collect();
+    let attr = |s: &Value, k: &str| crate::otel::attr(s, k);
+    let turns: Vec<&Value> = (all.iter())
+        .filter(|s| s["name"] == "invoke_agent user")
+        .collect();
+    assert_eq!(turns.len(), 2, "{all:#?}");
+    let under = |turn: &Value| -> Vec<Value> {
+        (all.iter())
+            .filter(|s| s["parentSpanId"] == turn["spanId"])
+            .cloned()
+            .collect()
+    };
+    let calls = under(turns[0]);
+    let names: Vec<&Value> = calls.iter().map(|s| &s["name"]).collect();
+    assert_eq!(
+        names,
+        [
+            "execute_tool check_status_bar",
+            "execute_tool toggle_airplane_mode"
+        ],
+        "{all:#?}"
+    );
+    assert!(under(turns[1]).is_empty(), "{all:#?}");
+    let time = |s: &Value, k: &str| s[k].as_str().unwrap().parse::<u64>().unwrap();
+    for c in &calls {
+        assert_eq!(
+            attr(c, "gen_ai.operation.name"),
+            Some("execute_tool".into())
+        );
+        assert_eq!(attr(c, "worldline.ran_by"), Some("user".into()), "{c}");
+        assert_eq!(c["traceId"], turns[0]["traceId"]);
+        assert!(
+            time(c, "startTimeUnixNano") >= time(turns[0], "startTimeUnixNano"),
+            "{c}"
+        );
+        assert!(
+            time(c, "endTimeUnixNano") <= time(turns[0], "endTimeUnixNano"),
+            "{c}"
+        );
+        let args = attr(c, "gen_ai.tool.call.arguments").expect("--content gives the arguments");
+        let result = attr(c, "gen_ai.tool.call.result").expect("and the result");
+        for text in [&args, &result] {
+            let text = text.as_str().unwrap();
+            assert!(
+                text.contains("<device:") && !text.contains("\"phone\""),
+                "{c}"
+            );
+        }
+    }
+    assert!(
+        (attr(&calls[1], "gen_ai.tool.call.arguments")
+            .unwrap()
+            .as_str()
+            .unwrap())
+        .contains("\"on\":false"),
+        "{:?}",
+        calls[1]
+    );
+    // The agent's own tool call stays under the run's span.
+    let root = all
+        .iter()
+        .find(|s| s.get("parentSpanId").is_none())
+        .unwrap();
+    let agent_tool = (all.iter())
+        .find(|s| s["name"] == "execute_tool get_line")
+        .expect("the agent's call");
+    assert_eq!(agent_tool["parentSpanId"], root["spanId"]);
+    assert_eq!(attr(agent_tool, "worldline.ran_by"), None);
+
+    // Read back (unredacted), the user's turn calls its tools again.
+    let trace = dir.path().join("trace.pb");
+    wl(
+        &store,
+        &[&"otel", &id, &"--content", &"--unredacted", &"-o", &trace],
+    )
+    .expect_code(0);
+    let out = dir.path().join("made");
+    let made = wl(
+        &store,
+        &[&"case", &"from-trace", &trace, &"-o", &out, &"--json"],
+    );
+    made.expect_code(0);
+    assert_eq!(made.json()["user_turns"], 2, "{made}");
+    assert_eq!(made.json()["tool_calls"], 1, "the agent's alone: {made}");
+    let world = std::fs::read_to_string(out.join("worlds/traced/v1/world.toml")).unwrap();
+    assert!(world.contains("[[user_tools]]"), "{world}");
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(
+        readme.contains("own tools (check_status_bar, toggle_airplane_mode)"),
+        "{readme}"
+    );
+    let again = common::run_in(
+        &store,
+        Path::new(made.json()["case"].as_str().unwrap()),
+        &agent,
+        &out.join("worlds"),
+    );
+    again.expect_code(0);
+    assert_eq!(user_calls(&again.bundle()), made_calls, "{again}");
+    assert_eq!(again.json()["output"], first.json()["output"], "{again}");
+}

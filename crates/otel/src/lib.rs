@@ -1,7 +1,9 @@
 //! OpenTelemetry export of recorded runs (`worldline otel`), following the
 //! GenAI semantic conventions: one `invoke_agent` span per run, a child
 //! `execute_tool` span per tool call, a `chat` span per model call and an
-//! `invoke_agent user` span per turn of a simulated user ([`user`]), span
+//! `invoke_agent user` span per turn of a simulated user ([`user`]), with
+//! an `execute_tool` span under it per call the user made of its own
+//! tools before answering (`worldline.ran_by` `user`), span
 //! events for injected and fuzz faults, and `worldline.*` attributes (run
 //! id, seq, effect, event and chain hashes, grade).
 //!
@@ -34,7 +36,7 @@ use worldline_log::log::call::{Answer, Call, CallError, ModelAnswer, ModelReques
 use worldline_log::log::clock::RunClock;
 use worldline_log::log::delivery;
 use worldline_log::log::event::By;
-use worldline_log::log::{Event, HeldBundle, asked};
+use worldline_log::log::{Event, HeldBundle, Kind, asked};
 use worldline_log::redact::Redactor;
 
 /// One run to export, its events held compact (decision 0380).
@@ -212,6 +214,10 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
     // When the latest model answer was ready: the calls it asked for that
     // the agent runs itself begin then.
     let mut answered_at = 0;
+    // The simulated user's calls of its own tools since its last turn,
+    // and when the first began: their spans go under the turn they were
+    // made for, which began with them (a user's tool calls were left out).
+    let mut user_calls: Vec<Span> = Vec::new();
     for seq in 0..b.events.len() as u64 {
         let e = match whole {
             true => b.events.event(seq),
@@ -223,7 +229,11 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
             r.event(&mut e);
         }
         let call = e.typed();
-        let start = clock.began(e.vtime_ns, &call);
+        let kind = Kind::of(&e.call);
+        let mut start = clock.began(e.vtime_ns, &call);
+        if let (Some(Kind::UserSay), Some(first)) = (kind, user_calls.first()) {
+            start = start.min(first.start_time_unix_nano.saturating_sub(start_ns));
+        }
         let call_id = match call {
             Call::ModelComplete { request, response } => {
                 for (a, message) in asked::answered_in(&mut asked, request.messages()) {
@@ -295,9 +305,10 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
             ]);
         }
         let end = went_on.unwrap_or(e.vtime_ns).max(start);
-        out.push(Span {
+        let span_id = id(8, &["span", &chain, &e.seq.to_string()]);
+        let span = Span {
             trace_id: trace_id.clone(),
-            span_id: id(8, &["span", &chain, &e.seq.to_string()]),
+            span_id: span_id.clone(),
             parent_span_id: root_id.clone(),
             name,
             kind: span::SpanKind::Client as i32,
@@ -310,8 +321,21 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
                 message: format!("{}: {}", err.kind, err.message().as_str().unwrap_or("")),
             }),
             ..Span::default()
-        });
+        };
+        match kind {
+            Some(Kind::UserToolsCall) => user_calls.push(span),
+            Some(Kind::UserSay) => {
+                out.push(span);
+                out.extend(user_calls.drain(..).map(|c| Span {
+                    parent_span_id: span_id.clone(),
+                    ..c
+                }));
+            }
+            _ => out.push(span),
+        }
     }
+    // Calls of a turn the run ended before (killed as the user answered).
+    out.extend(user_calls);
     out
 }
 
@@ -334,6 +358,13 @@ fn describe(e: &Event, opts: &Options, call_id: Option<String>) -> Option<Descri
         ),
         Call::ModelComplete { request, response } => {
             (model_span(&request, &response, opts), response.error)
+        }
+        // A call the simulated user made of one of its own tools
+        // (`[[user_tools]]`), as the agent's are, said to be the user's.
+        Call::UserToolsCall { request, response } => {
+            let (name, mut attrs) = tool_span(e.seq, None, &request, &response, &e.response, opts);
+            attrs.push(text("worldline.ran_by", user::AGENT));
+            ((name, attrs), response.error)
         }
         Call::UserSay { request, response } => {
             let mark = e.mark();

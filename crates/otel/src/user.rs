@@ -6,8 +6,11 @@
 //! token usage, latencies). With `--content` the agent's message is its
 //! input message and the user's reply its output message, in the GenAI
 //! conventions' parts form, and an ending's reason is
-//! `worldline.user.end_reason`. `case from-trace` reads these spans back
-//! as a scripted user's rules (one a turn).
+//! `worldline.user.end_reason`. The calls the user made of its own tools
+//! before answering are `execute_tool` spans under the turn's
+//! (`worldline.ran_by` `user`, made in `lib.rs` as the agent's are).
+//! `case from-trace` reads these spans back as a scripted user's rules
+//! (one a turn, with its calls).
 
 use crate::{Options, flag, int, text};
 use opentelemetry_proto::tonic::common::v1::KeyValue;

@@ -11,7 +11,7 @@ use worldline_case::partition::Partition;
 use worldline_case::shown;
 use worldline_engine::fuzz::describe;
 use worldline_engine::fuzz::reproducer::Kept;
-use worldline_engine::fuzz::summary::{MixEntry, Summary, Tally};
+use worldline_engine::fuzz::summary::{Group, MixEntry, Summary, Tally};
 
 /// Where the campaign's faults came from, and the profile itself.
 #[derive(Clone, Serialize, Deserialize)]
@@ -58,6 +58,10 @@ pub struct GroupReport {
     /// A native agent's reproducer that ended otherwise when written: how.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reproducer_ended: Option<String>,
+    /// Its reproducer was not kept: the store had failed (a database
+    /// store's server gone); `reproducer` names its seed alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unstored: bool,
 }
 
 /// Real time the campaign took (the one part that differs between two
@@ -97,6 +101,11 @@ pub struct FuzzReport {
     /// (`SIGINT`, `SIGTERM`): the report counts those made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<String>,
+    /// The store failed during the campaign (a database store's server
+    /// gone): as a signal does, it stopped the runs (the report counts
+    /// those made), and no reproducer was kept after it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub store_failed: bool,
 }
 
 impl GroupReport {
@@ -125,6 +134,30 @@ impl GroupReport {
                 .then(|| k.outcome.footer.error.clone())
                 .flatten(),
             reproducer_ended: k.ended_otherwise.clone(),
+            unstored: false,
+        }
+    }
+
+    /// A group whose reproducer was not kept, the store having failed:
+    /// its counts, and its first run's seeds and faults.
+    pub fn unkept(g: &Group) -> Self {
+        GroupReport {
+            count: g.count,
+            fault_mix: g.fault_mix.clone(),
+            rate: g.rate,
+            reproducer: Reproducer {
+                bundle: None,
+                chain_hash: String::new(),
+                faults: g.first.faults.clone(),
+                model_seed: g.first.model_seed,
+                run_id: None,
+                seed: g.first.seed,
+            },
+            shrunk: None,
+            signature: g.signature.clone(),
+            unscripted: None,
+            reproducer_ended: None,
+            unstored: true,
         }
     }
 }
@@ -146,12 +179,20 @@ pub fn write(out: &mut impl Write, r: &FuzzReport) -> io::Result<()> {
         r.seed,
         shown::text(&r.faults.from)
     )?;
+    let planned = r.seeds.saturating_mul(r.repeat.max(1));
     if let Some(signal) = &r.interrupted {
         writeln!(
             out,
-            "  interrupted by {signal}: {} of its {} runs made, and counted here",
+            "  interrupted by {signal}: {} of its {planned} runs made, and counted here",
             s.runs,
-            r.seeds.saturating_mul(r.repeat.max(1))
+        )?;
+    }
+    // A shard's runs are fewer than the campaign's whatever happened.
+    if r.store_failed && r.interrupted.is_none() && r.partition.is_none() && s.runs < planned {
+        writeln!(
+            out,
+            "  stopped by the store's error: {} of its {planned} runs made, and counted here",
+            s.runs,
         )?;
     }
     let share = |count: u64, total: u64, rate: f64, interval: [f64; 2]| {
@@ -235,6 +276,12 @@ pub fn write(out: &mut impl Write, r: &FuzzReport) -> io::Result<()> {
             writeln!(
                 out,
                 "      reproducer: {id} (seed {}); worldline replay {id}",
+                g.reproducer.seed
+            )?;
+        } else if g.unstored {
+            writeln!(
+                out,
+                "      reproducer not kept (seed {}): the store had failed",
                 g.reproducer.seed
             )?;
         }
@@ -384,6 +431,7 @@ pub fn merge(shards: &[FuzzReport]) -> Result<FuzzReport, String> {
             signature: g.signature,
             unscripted: kept.unscripted.clone(),
             reproducer_ended: kept.reproducer_ended.clone(),
+            unstored: kept.unstored,
         });
     }
     let elapsed_ms = (shards.iter())
@@ -399,6 +447,7 @@ pub fn merge(shards: &[FuzzReport]) -> Result<FuzzReport, String> {
         partition: None,
         inputs: None,
         tally: None,
+        store_failed: shards.iter().any(|s| s.store_failed),
         ..first.clone()
     })
 }

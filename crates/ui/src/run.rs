@@ -253,6 +253,12 @@ fn trouble(f: Option<&Footer>) -> Markup {
     }
 }
 
+/// Whether `q` asks for the runtime's own rows shown (`noise=1`): the
+/// timeline's and the usage table's pagers keep it.
+fn shows_noise(q: &BTreeMap<String, String>) -> bool {
+    q.get("noise").is_some_and(|v| v == "1")
+}
+
 /// The page of the event table `q` asks for, and its pager.
 fn events(id: &str, b: &Shown, q: &BTreeMap<String, String>) -> (Markup, std::ops::Range<usize>) {
     let n = b.events.len();
@@ -268,7 +274,7 @@ fn events(id: &str, b: &Shown, q: &BTreeMap<String, String>) -> (Markup, std::op
         fork_points: &fork_points(&b.header),
         gone: &gone,
     };
-    let noise = q.get("noise").is_some_and(|v| v == "1");
+    let noise = shows_noise(q);
     let table = super::timeline::table(id, &b.events, (range.clone(), noise), &marked);
     let keep = if noise { "&noise=1" } else { "" };
     let markup = html! {
@@ -376,6 +382,7 @@ pub(crate) fn body(
     let (index, _) = Index::open(&app.store)?;
     let lineage = super::lineage::tree(&app.store, &index, &id, b.header.parent.as_ref());
     let (table, range) = events(&id, &b, q);
+    let noise = shows_noise(q);
     let usage = super::usage::RunUsage::of(&b.events, &prices);
     let gone = delivery::undelivered(&b.events, b.header.rules.unwrap_or(0));
     let footer = b.footer.as_ref();
@@ -386,7 +393,7 @@ pub(crate) fn body(
         (task(task_value.as_ref()))
         (outcome(footer))
         (trouble(footer))
-        (super::usage::section(&id, &usage, range.clone()))
+        (super::usage::section(&id, &usage, (range.clone(), noise)))
         (super::calls::chart(&id, &b.events, b.header.rules.unwrap_or(0), range))
         h2 { "Lineage" } (lineage)
         (table)

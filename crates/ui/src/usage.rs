@@ -130,8 +130,14 @@ fn ms(v: Option<u64>) -> String {
 /// The section: the run's totals, then a row per call: all of them, or,
 /// past [`SHOWN`](super::html::SHOWN) calls, those among the events of
 /// `range` (the timeline's page, as the chart does: a 600-call run's
-/// table was 600 rows), the page's pager beside them.
-pub(crate) fn section(id: &str, u: &RunUsage, range: std::ops::Range<usize>) -> Markup {
+/// table was 600 rows), the page's pager beside them, which keeps the
+/// runtime's rows shown when `noise` (as the timeline's pager does: its
+/// links showed the other page without them).
+pub(crate) fn section(
+    id: &str,
+    u: &RunUsage,
+    (range, noise): (std::ops::Range<usize>, bool),
+) -> Markup {
     if u.calls.is_empty() {
         return html! {};
     }
@@ -141,6 +147,7 @@ pub(crate) fn section(id: &str, u: &RunUsage, range: std::ops::Range<usize>) -> 
         .filter(|c| !cut || range.contains(&(c.seq as usize)))
         .collect();
     let page = range.start / super::timeline::PER_PAGE + 1;
+    let keep = if noise { "&noise=1" } else { "" };
     html! {
         h2 { "Model usage" }
         p #usage-total {
@@ -164,8 +171,8 @@ pub(crate) fn section(id: &str, u: &RunUsage, range: std::ops::Range<usize>) -> 
         @if cut {
             p.pager #usage-page {
                 "the " (rows.len()) " of " (u.calls.len()) " calls among events " (range.start) "–" (range.end.saturating_sub(1)) " (the timeline's page " (page) ")"
-                @if page > 1 { " " a href={ "/run/" (url(id)) "?page=" (page - 1) "#usage" } { "← earlier" } }
-                @if range.end < u.events { " " a href={ "/run/" (url(id)) "?page=" (page + 1) "#usage" } { "later →" } }
+                @if page > 1 { " " a href={ "/run/" (url(id)) "?page=" (page - 1) (keep) "#usage" } { "← earlier" } }
+                @if range.end < u.events { " " a href={ "/run/" (url(id)) "?page=" (page + 1) (keep) "#usage" } { "later →" } }
             }
         }
         @if t.cost.is_none() {

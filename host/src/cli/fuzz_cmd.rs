@@ -2,18 +2,20 @@
 //! campaign. Prints the pass rate with its 95% Wilson interval, pass^k
 //! when seeds repeat, and the failures grouped by signature, each with its
 //! fault mix and one reproducer bundle (shrunk with `--shrink`). Exit 1
-//! when any run failed.
+//! when any run failed; 2, after the report of the runs made, when the
+//! store failed (a database store's server gone).
 
 use super::Common;
 use super::agent_choice::{Choice, Chosen};
 use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use worldline_case::case;
 use worldline_case::case::fuzz::{self, FaultSource};
-use worldline_case::error::InputError;
+use worldline_case::error::{InputError, is_store};
 use worldline_engine::fuzz::campaign::{Campaign, CampaignEvent};
 use worldline_engine::fuzz::trial::Trial;
 use worldline_engine::lanes::worker::Worker;
@@ -178,6 +180,9 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     // under way end, the report of those made is written and kept, then
     // the signal ends the process (a second ends it at once), as `test`.
     let interrupt = worldline_engine::native::Interrupt::start();
+    // What the working folder held as not stored before: the bundles set
+    // aside while the campaign ran are the others (its workers' too).
+    let unstored = store.unstored();
     let fuzzed = run(
         &args,
         &c,
@@ -191,7 +196,9 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         agent_sha256: agent.sha256(),
         case: case.name.clone(),
         faults: Faults { from, profile },
-        groups: fuzzed.kept.iter().map(GroupReport::of).collect(),
+        groups: (fuzzed.kept.iter().map(GroupReport::of))
+            .chain(fuzzed.unkept.iter().map(GroupReport::unkept))
+            .collect(),
         repeat: args.repeat,
         seed: c.seed,
         seeds: args.runs,
@@ -213,8 +220,9 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         }),
         tally: partition.map(|_| fuzzed.tally.clone()),
         interrupted: interrupt.signal().map(String::from),
+        store_failed: fuzzed.stopped.is_some(),
     };
-    let code = render(&args, &store, &doc);
+    let code = render(&args, &store, &doc, (fuzzed.stopped, &unstored));
     interrupt.end();
     code
 }
@@ -316,19 +324,58 @@ fn run(
 }
 
 /// Keep the report in the store and print it (text or `--json`); exit 1
-/// when any run failed.
-fn render(args: &FuzzArgs, store: &StoreDir, doc: &FuzzReport) -> Result<ExitCode> {
+/// when any run failed. A campaign the store's error stopped (`stopped`:
+/// a database store's server gone), or whose report the store does not
+/// take, prints its report all the same, then the error and the runs set
+/// aside (those `unstored` did not hold before the campaign); exit 2
+/// (`"kind": "store"`).
+fn render(
+    args: &FuzzArgs,
+    store: &StoreDir,
+    doc: &FuzzReport,
+    (mut stopped, unstored): (Option<anyhow::Error>, &BTreeSet<PathBuf>),
+) -> Result<ExitCode> {
     let mut value = serde_json::to_value(doc)?;
-    let campaign = worldline_store::campaigns::save(store, &value)?;
+    // After the store's error, its server is likely away: the report is
+    // not offered to it.
+    let campaign = match &stopped {
+        Some(_) => None,
+        None => match worldline_store::campaigns::save(store, &value) {
+            Ok(campaign) => Some(campaign),
+            Err(e) if is_store(&e) => {
+                stopped = Some(e);
+                None
+            }
+            Err(e) => return Err(e),
+        },
+    };
+    let mut set_aside = store.set_aside();
+    for path in store.unstored().difference(unstored) {
+        if !set_aside.contains(path) {
+            set_aside.push(path.clone());
+        }
+    }
     if args.common.json {
         // Which kept campaign it is, as the text's stderr line says (the
         // report kept has no id of its own: its file is named by it).
-        value["campaign"] = campaign.clone().into();
+        if let Some(campaign) = &campaign {
+            value["campaign"] = campaign.clone().into();
+        }
+        if let Some(err) = &stopped {
+            super::store_failed::add_to_json(&mut value, err, &set_aside);
+        }
         super::print_json_with_settings(&value)?;
     } else {
         worldline_report::fuzz::write(&mut super::human_out(), doc)?;
     }
-    eprintln!("campaign {campaign} kept in the store (worldline ui shows it)");
+    if let Some(err) = &stopped {
+        eprintln!("the campaign's report was not kept in the store: the store's error follows");
+        let again = "run the campaign again for the reproducers it did not keep";
+        return Ok(super::store_failed::report(err, &set_aside, again));
+    }
+    if let Some(campaign) = &campaign {
+        eprintln!("campaign {campaign} kept in the store (worldline ui shows it)");
+    }
     Ok(if doc.summary.failed == 0 {
         ExitCode::Ok
     } else {

@@ -35,6 +35,7 @@ mod run_cmd;
 mod runs_cmd;
 mod serve_cmd;
 mod stopping;
+mod store_failed;
 mod test_cmd;
 mod ui_cmd;
 mod validate_cmd;

@@ -568,12 +568,9 @@ fn render(
         let mut summary = SuiteSummary::of(done);
         summary.shard = shard;
         let mut doc = serde_json::to_value(&summary)?;
-        // The runs made, and the error that stopped the suite, as `fork
-        // --samples --json` ends a document with its error.
-        if let (Some(err), Some(map)) = (&done.stopped, doc.as_object_mut()) {
-            map.insert("set_aside".into(), serde_json::json!(done.set_aside));
-            let code = super::exit::exit_code_of(err);
-            map.insert("error".into(), super::error_json(code, err)["error"].take());
+        // The runs made, and the error that stopped the suite.
+        if let Some(err) = &done.stopped {
+            super::store_failed::add_to_json(&mut doc, err, &done.set_aside);
         }
         super::print_json_supplied(&doc, supplied)?;
     } else {
@@ -584,9 +581,8 @@ fn render(
         .event(&finished)?;
     }
     if let Some(err) = &done.stopped {
-        super::print_error(err);
-        set_aside_note(&done.set_aside);
-        return Ok(super::exit::exit_code_of(err));
+        let again = "run the cases of the others again";
+        return Ok(super::store_failed::report(err, &done.set_aside, again));
     }
     Ok(if !done.collection_errors.is_empty() {
         ExitCode::Input
@@ -595,25 +591,6 @@ fn render(
     } else {
         ExitCode::Failed
     })
-}
-
-/// Every run the database did not take (the error names the one it is
-/// about; cases under way when the server went away set theirs aside
-/// too): what to run again.
-fn set_aside_note(set_aside: &[PathBuf]) {
-    if set_aside.is_empty() {
-        return;
-    }
-    eprintln!(
-        "note: {} run(s) were not stored and are set aside (once the server is back, the next command that reads the store removes those it holds after all; run the cases of the others again):",
-        set_aside.len()
-    );
-    for path in set_aside {
-        eprintln!(
-            "  {}",
-            worldline_case::shown::message(&path.display().to_string())
-        );
-    }
 }
 
 /// Keep a shard's report in the database store for `merge --suite`.

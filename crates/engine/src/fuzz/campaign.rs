@@ -18,6 +18,7 @@ use std::io::{BufRead, Write};
 use std::sync::Mutex;
 use worldline_case::case::Case;
 use worldline_case::case::fuzz::{FaultSource, PlannedFault, Schedule};
+use worldline_case::error::is_store;
 use worldline_case::partition::Partition;
 use worldline_log::log::event::By;
 use worldline_runtime::mediate::entropy::derive;
@@ -236,12 +237,17 @@ impl Campaign<'_> {
     /// Run this machine's trials on `jobs` jobs, those of `workers` in
     /// their processes and the rest on threads of this one, counting each
     /// into a tally as it finishes and reporting each step to `sink`
-    /// (called from the threads that run or receive trials).
+    /// (called from the threads that run or receive trials). The first
+    /// error of a trial stops every lane taking more; the trials under
+    /// way end and are counted. Gives the tally of the trials made, with
+    /// that error: a store that failed (a database store's server gone,
+    /// [`is_store`]) leaves the tally to be reported, and is `Finished`
+    /// too; any other error is the campaign's.
     pub fn run(
         &self,
         workers: Vec<Worker<Trial>>,
         sink: &(dyn Fn(CampaignEvent<'_>) + Sync),
-    ) -> Result<Tally> {
+    ) -> (Tally, Result<()>) {
         let indexes = self.indexes();
         sink(CampaignEvent::Started {
             runs: indexes.len() as u64,
@@ -265,7 +271,7 @@ impl Campaign<'_> {
             .into_iter()
             .map(|w| Box::new(w) as Box<dyn Remote<Trial>>)
             .collect();
-        lanes::run(
+        let ran = lanes::run(
             &indexes,
             self.jobs.saturating_sub(remote),
             workers,
@@ -275,12 +281,14 @@ impl Campaign<'_> {
                 tally.lock().expect("tally lock").add(t);
             },
             &|| halted(),
-        )?;
+        );
         // A signal that came as the last runs ended, after any lane asked.
         halted();
         let tally = tally.into_inner().expect("tally lock");
-        sink(CampaignEvent::Finished(&tally));
-        Ok(tally)
+        if ran.as_ref().is_ok() || ran.as_ref().is_err_and(is_store) {
+            sink(CampaignEvent::Finished(&tally));
+        }
+        (tally, ran)
     }
 }
 

@@ -47,6 +47,10 @@ struct Input {
     file: std::path::PathBuf,
     line: Option<(usize, usize)>,
     message: String,
+    /// The store's error ([`InputError::store`]): a database store's
+    /// server gone stops a campaign, which reports what it made.
+    #[serde(default)]
+    store: bool,
 }
 
 impl<T: Answer> Reply<T> {
@@ -63,13 +67,14 @@ impl<T: Answer> Reply<T> {
                         file,
                         line,
                         message,
+                        store,
                     }),
                 ..
             } => Err(InputError {
                 file,
                 line,
                 message,
-                store: false,
+                store,
             }
             .into()),
             Reply::Error { message, .. } => Err(anyhow!(message)),
@@ -84,6 +89,7 @@ impl<T: Answer> Reply<T> {
                 file: e.file.clone(),
                 line: e.line,
                 message: e.message.clone(),
+                store: e.store,
             });
         Reply::Error {
             message: format!("{err:#}"),

@@ -6,12 +6,13 @@
 use super::sink::FirstError;
 use crate::fuzz::campaign::{Campaign, CampaignEvent};
 use crate::fuzz::reproducer::{Kept, Reproducers};
-use crate::fuzz::summary::Tally;
+use crate::fuzz::summary::{Group, Tally};
 use crate::fuzz::trial::Trial;
 use crate::lanes::worker::Worker;
 use anyhow::Result;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use worldline_case::error::is_store;
 use worldline_store::store::StoreDir;
 
 /// A campaign that ran.
@@ -19,8 +20,15 @@ pub struct Fuzzed {
     pub tally: Tally,
     /// Each failure group's reproducer, in the tally's order.
     pub kept: Vec<Kept>,
+    /// The groups after those, in the tally's order, whose reproducer was
+    /// not kept: the store had failed ([`Fuzzed::stopped`]).
+    pub unkept: Vec<Group>,
     /// Real time the runs took (not the reproducers), for the report.
     pub elapsed: Duration,
+    /// The store's error that stopped the campaign (a database store's
+    /// server gone, [`is_store`]): as a signal does, no run starts after
+    /// it, nor is a reproducer kept; the runs made are reported with it.
+    pub stopped: Option<anyhow::Error>,
 }
 
 /// Run `campaign` (the share of the `workers` it starts in their
@@ -28,6 +36,9 @@ pub struct Fuzzed {
 /// with the real time since the start; its first error (writing the file
 /// `sink_file`) fails the campaign. Then keep a reproducer per group in
 /// `store`, shrinking each with at most `shrink_budget` runs when given.
+/// The store's error (while runs are kept, `--keep-all`, or a
+/// reproducer) stops the campaign and is given back with what it made
+/// ([`Fuzzed::stopped`]); any other error is the campaign's.
 pub fn fuzz(
     campaign: &Campaign,
     workers: impl FnOnce() -> Result<Vec<Worker<Trial>>>,
@@ -38,7 +49,12 @@ pub fn fuzz(
 ) -> Result<Fuzzed> {
     let error = FirstError::new();
     let started = Instant::now();
-    let tally = campaign.run(workers()?, &|e| error.keep(sink(&e, started.elapsed())))?;
+    let (tally, ran) = campaign.run(workers()?, &|e| error.keep(sink(&e, started.elapsed())));
+    let mut stopped = match ran {
+        Ok(()) => None,
+        Err(e) if is_store(&e) => Some(e),
+        Err(e) => return Err(e),
+    };
     error.into_result(sink_file)?;
     let elapsed = started.elapsed();
     // After a signal each group's reproducer is kept (one run), not
@@ -54,20 +70,30 @@ pub fn fuzz(
         faults: &campaign.faults,
         shrink_budget: shrink_budget.filter(|_| !interrupted),
     };
-    let kept = tally
-        .groups()
-        .into_iter()
-        .filter_map(|group| {
-            let trial = group.first.clone();
-            match reproducers.keep(group, trial) {
-                Err(_) if interrupted => None,
-                kept => Some(kept),
+    // Once the store has failed, no reproducer is kept (each would be
+    // run, and set aside, for nothing).
+    let (mut kept, mut unkept) = (Vec::new(), Vec::new());
+    for group in tally.groups() {
+        if stopped.is_some() {
+            unkept.push(group);
+            continue;
+        }
+        let trial = group.first.clone();
+        match reproducers.keep(group.clone(), trial) {
+            Ok(k) => kept.push(k),
+            Err(_) if interrupted => {}
+            Err(e) if is_store(&e) => {
+                stopped = Some(e);
+                unkept.push(group);
             }
-        })
-        .collect::<Result<Vec<_>>>()?;
+            Err(e) => return Err(e),
+        }
+    }
     Ok(Fuzzed {
         tally,
         kept,
+        unkept,
         elapsed,
+        stopped,
     })
 }

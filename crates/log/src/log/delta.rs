@@ -72,6 +72,11 @@ impl Extends {
     pub fn new(base: u64, keep: usize, same: Vec<String>) -> Self {
         Extends { base, keep, same }
     }
+
+    /// How many messages of its base the call keeps.
+    pub(crate) fn keep(&self) -> usize {
+        self.keep
+    }
 }
 
 /// A run's events with model requests held compact (decisions 0347,
@@ -436,6 +441,14 @@ impl Held {
     pub fn extends(&self, seq: u64) -> Option<(u64, usize)> {
         let x = self.extends.get(usize::try_from(seq).ok()?)?.as_ref()?;
         Some((x.base, x.keep))
+    }
+
+    /// How compact event `seq` extends its base (base, messages kept, the
+    /// fields it has the same): what a copy holding it compact again
+    /// records ([`crate::log::Recorder::append_extending`]); `None` when
+    /// the event is held whole.
+    pub(crate) fn extending(&self, seq: u64) -> Option<&Extends> {
+        self.extends.get(usize::try_from(seq).ok()?)?.as_ref()
     }
 
     /// Event `seq` as a summary of it reads it (a timeline's row, a

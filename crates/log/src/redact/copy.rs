@@ -5,26 +5,38 @@
 
 use super::Redactor;
 use crate::log::bundle::{self, Footer, Header, HeldBundle, Redacted};
-use crate::log::{Event, Recorder};
+use crate::log::{Chain, Event, Extends, Recorder};
 
 /// The redacted copy of the bundle of run `run_id`, read held (decision
-/// 0380): each event put back whole, redacted and recorded anew one at a
-/// time, the copy held compact too. `clock`: the run's case clock (RFC
+/// 0380), the copy held compact too. `clock`: the run's case clock (RFC
 /// 3339), when its case sets one.
+///
+/// A compact model call is redacted as held (what it appended and the
+/// fields it changed, as [`Redactor::held`] shows it) and recorded as
+/// extending the same call the same way
+/// ([`Recorder::append_extending`]): the same line and hash as its whole
+/// request redacted and recorded anew, since what it keeps of its base
+/// was redacted there alike. Putting back each call's whole conversation
+/// to redact and record it made the copy of a long run quadratic in its
+/// length. Each event is put back whole under a policy that hides a chat
+/// request or its messages whole (as [`Redactor::held`] does), and for a
+/// bundle whose chain hashed whole requests ([`Chain::Whole`], written
+/// before decision 0345), whose compact lines the copy does not take as
+/// its own.
 pub fn of(run_id: &str, b: &mut HeldBundle, clock: Option<String>, r: &mut Redactor) -> HeldBundle {
     let original_chain_hash = chain_of(b.footer.as_ref(), b.events.as_held());
     r.whole(&b.header, &mut b.events, b.footer.as_ref());
+    let original = (original_chain_hash, clock);
+    if b.chain == Chain::Lines && r.compact() {
+        let held = &b.events;
+        let events = (held.as_held().iter().enumerate())
+            .map(|(seq, e)| (e.clone(), held.extending(seq as u64).cloned()));
+        return copy(run_id, &b.header, events, original, b.footer.as_ref(), r);
+    }
     let held = &mut b.events;
-    let events =
-        (0..held.len() as u64).map(|seq| held.event(seq).expect("a held event").into_owned());
-    copy(
-        run_id,
-        &b.header,
-        events,
-        (original_chain_hash, clock),
-        b.footer.as_ref(),
-        r,
-    )
+    let events = (0..held.len() as u64)
+        .map(|seq| (held.event(seq).expect("a held event").into_owned(), None));
+    copy(run_id, &b.header, events, original, b.footer.as_ref(), r)
 }
 
 /// The redacted copy of run `run_id` from its header, events and footer
@@ -48,7 +60,7 @@ pub fn of_parts(
     copy(
         run_id,
         header,
-        events.iter().cloned(),
+        events.iter().map(|e| (e.clone(), None)),
         (original_chain_hash, clock),
         footer,
         r,
@@ -64,22 +76,30 @@ fn chain_of(footer: Option<&Footer>, events: &[Event]) -> String {
     )
 }
 
-/// The copy of `events` (whole, in order), each redacted and recorded anew;
+/// The copy of `events` (in order), each redacted and recorded anew: whole,
+/// or a compact model call with how it extends its base, as held;
 /// `original`: the run's chain hash and case clock.
 fn copy(
     run_id: &str,
     header: &Header,
-    events: impl Iterator<Item = Event>,
+    events: impl Iterator<Item = (Event, Option<Extends>)>,
     (original_chain_hash, clock): (String, Option<String>),
     footer: Option<&Footer>,
     r: &mut Redactor,
 ) -> HeldBundle {
     let mut recorder = Recorder::in_memory();
-    for mut e in events {
-        r.event(&mut e);
-        recorder
-            .append(e)
-            .expect("an in-memory recorder does not fail");
+    for (mut e, x) in events {
+        match x {
+            Some(x) => {
+                r.event_extending(&mut e, x.keep());
+                recorder.append_extending(e, x, true)
+            }
+            None => {
+                r.event(&mut e);
+                recorder.append(e)
+            }
+        }
+        .expect("an in-memory recorder does not fail");
     }
     let (_, events, head) = recorder
         .finish()
@@ -111,6 +131,6 @@ fn copy(
         events,
         footer,
         in_flight: None,
-        chain: crate::log::Chain::Lines,
+        chain: Chain::Lines,
     }
 }

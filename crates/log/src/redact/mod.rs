@@ -233,6 +233,10 @@ pub struct Redactor {
     /// Tests: how many bytes of text the detectors have read.
     #[cfg(test)]
     scanned: usize,
+    /// Tests: how many bytes of text have been redacted (read by
+    /// [`text`](Self::text), hidden quotes and detectors alike).
+    #[cfg(test)]
+    read: usize,
 }
 
 /// What the detectors made of one text ([`Redactor::detected`]).
@@ -431,6 +435,8 @@ impl Redactor {
             plain: false,
             #[cfg(test)]
             scanned: 0,
+            #[cfg(test)]
+            read: 0,
         }
     }
 
@@ -549,6 +555,10 @@ impl Redactor {
     /// Text with every value a path hid that it quotes, and everything the
     /// detectors find, replaced.
     pub fn text(&mut self, text: &str) -> String {
+        #[cfg(test)]
+        {
+            self.read += text.len();
+        }
         let out = self.hide_quoted(text);
         if self.plain() {
             return self.detect(&out).0;
@@ -820,6 +830,13 @@ impl Redactor {
         }
     }
 
+    /// Whether a compact model call is learnt and redacted as held (what
+    /// it appended and the fields it changed): under a policy that
+    /// [learns it so](Self::learns_compact), unless [`plain`](Self::plain).
+    fn compact(&self) -> bool {
+        self.learns_compact() && !self.plain()
+    }
+
     /// Tests: as before decision 0426 ([`Redactor::plain`]).
     fn plain(&self) -> bool {
         #[cfg(test)]
@@ -1026,7 +1043,7 @@ impl Redactor {
     pub fn held(&mut self, b: &mut HeldBundle) {
         self.whole(&b.header, &mut b.events, b.footer.as_ref());
         self.header(&mut b.header);
-        if self.learns_compact() && !self.plain() {
+        if self.compact() {
             b.events = b.events.map_held(|e, keep| match keep {
                 Some(keep) => self.event_extending(e, keep),
                 None => self.event(e),
@@ -1092,7 +1109,7 @@ impl Redactor {
 
     /// Learn events `0..at` of `events` (see [`before`](Self::before)).
     fn learn_first(&mut self, events: &mut crate::log::Held, at: u64) {
-        let compact = self.learns_compact() && !self.plain();
+        let compact = self.compact();
         let at = at.min(events.len() as u64);
         // How many values paths had hidden when the detectors read each
         // event's whole request.
@@ -1805,5 +1822,35 @@ mod tests {
             long > short * 7 / 2,
             "plain: {short} bytes at 100 calls, {long} at 200"
         );
+    }
+
+    /// A redacted copy of a long run (`export --redacted`) reads each
+    /// call's text once, as the views do: twice the calls, about twice the
+    /// bytes read (about four times when each call's whole conversation
+    /// was put back, redacted and recorded anew), and the copy is byte
+    /// for byte the one made so, under a policy of detectors and paths.
+    #[test]
+    fn a_long_run_s_redacted_copy_reads_each_call_s_text_once() {
+        // The bytes the copy reads once the run is learnt (learning it
+        // is the views' too).
+        let copied = |calls: usize, plain: bool| {
+            let mut r = redactor(LONG_POLICIES[1]);
+            r.plain = plain;
+            let mut b = long_run(calls);
+            let mut learnt = r.clone();
+            learnt.whole(&b.header, &mut b.events, b.footer.as_ref());
+            let copy = copy::of("run-1", &mut b, None, &mut r);
+            (
+                crate::log::bundle::held_to_text(&copy),
+                r.read - learnt.read,
+            )
+        };
+        let ((short, read_short), (long, read_long)) = (copied(100, false), copied(200, false));
+        assert!(
+            read_long < read_short * 5 / 2,
+            "{read_short} bytes at 100 calls, {read_long} at 200"
+        );
+        assert_eq!(short, copied(100, true).0, "100 calls");
+        assert_eq!(long, copied(200, true).0, "200 calls");
     }
 }

@@ -270,6 +270,23 @@ impl StoreDir {
         (self.set_aside.lock().unwrap_or_else(|e| e.into_inner())).clone()
     }
 
+    /// The bundles the working folder's `unstored/` holds now (none for a
+    /// folder store): a command some of whose runs other processes make
+    /// (a campaign's workers, whose [`set_aside`](Self::set_aside) it
+    /// does not see) names those set aside while it ran by what it held
+    /// before.
+    pub fn unstored(&self) -> std::collections::BTreeSet<PathBuf> {
+        if self.db.is_none() {
+            return Default::default();
+        }
+        let Ok(dir) = std::fs::read_dir(self.root.join(UNSTORED)) else {
+            return Default::default();
+        };
+        (dir.filter_map(|e| Some(e.ok()?.path())))
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect()
+    }
+
     /// Bring the working folder up to date with the database (at most once
     /// a second: a command resolving many runs asks once, a long-lived UI
     /// sees what writers add): bundles of runs stored since the last pull are written,

@@ -44,6 +44,10 @@ pub(crate) struct ToolCall {
     pub result: Option<Value>,
 }
 
+/// What `worldline otel` says a tool call the simulated user made of its
+/// own tools was run by (`worldline.ran_by`).
+const USER_RAN: &str = "user";
+
 /// A simulated user's turn: a span `worldline otel` writes for each
 /// `user.say` (`invoke_agent user`, with `worldline.user.played_by`).
 #[derive(Debug, Clone, PartialEq)]
@@ -59,6 +63,10 @@ pub(crate) struct UserTurn {
     pub ended: Option<(Option<String>, bool)>,
     /// The virtual time the model playing the user took.
     pub latency_ms: Option<u64>,
+    /// The calls the user made of its own tools before it answered, in
+    /// order: the `execute_tool` spans under its span that say
+    /// `worldline.ran_by` `user`.
+    pub calls: Vec<ToolCall>,
 }
 
 /// A tool the agent declared.
@@ -406,6 +414,18 @@ fn user_turn(span: &Span, run: &mut Run) -> UserTurn {
             .attrs
             .get("worldline.virtual_latency_ms")
             .and_then(Value::as_u64),
+        calls: Vec::new(),
+    }
+}
+
+/// A tool call from an `execute_tool` span (or one that names its tool
+/// without saying its operation).
+fn tool_call(s: &Span) -> ToolCall {
+    ToolCall {
+        name: s.text("gen_ai.tool.name").unwrap_or("").to_string(),
+        id: s.text("gen_ai.tool.call.id").map(String::from),
+        arguments: s.attrs.get("gen_ai.tool.call.arguments").map(parsed),
+        result: s.attrs.get("gen_ai.tool.call.result").map(result_of),
     }
 }
 
@@ -723,6 +743,10 @@ pub(crate) fn run_of(spans: &[Span]) -> Run {
     // Each nest's calls by its outermost span, in the order nests start.
     let mut nests: BTreeMap<usize, Vec<(usize, usize, ModelCall)>> = BTreeMap::new();
     let mut order = Vec::new();
+    // The user's turns by span id, and the user's own tool calls with the
+    // span each is under (its turn's, for a trace `worldline otel` wrote).
+    let mut turns: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut user_calls: Vec<(&str, ToolCall)> = Vec::new();
     for (i, s) in spans.iter().enumerate() {
         let op = s.text("gen_ai.operation.name").unwrap_or("");
         let oi = s.text("openinference.span.kind").unwrap_or("");
@@ -749,19 +773,24 @@ pub(crate) fn run_of(spans: &[Span]) -> Run {
             });
         } else if op == "invoke_agent" && s.attrs.contains_key("worldline.user.played_by") {
             let turn = user_turn(s, &mut run);
+            turns.insert(&s.span_id, run.user_turns.len());
             run.user_turns.push(turn);
+        } else if op == "execute_tool" && s.text("worldline.ran_by") == Some(USER_RAN) {
+            user_calls.push((&s.parent_id, tool_call(s)));
         } else if op == "execute_tool"
             || (op.is_empty() && s.attrs.contains_key("gen_ai.tool.name"))
         {
             // A tool span without `gen_ai.operation.name` (which the
             // conventions require) is still read as one by its tool name:
             // its recorded result was dropped without a word.
-            run.tool_calls.push(ToolCall {
-                name: s.text("gen_ai.tool.name").unwrap_or("").to_string(),
-                id: s.text("gen_ai.tool.call.id").map(String::from),
-                arguments: s.attrs.get("gen_ai.tool.call.arguments").map(parsed),
-                result: s.attrs.get("gen_ai.tool.call.result").map(result_of),
-            });
+            run.tool_calls.push(tool_call(s));
+        }
+    }
+    // A user's call under no turn (the run ended as the user answered)
+    // is no rule's: there is no line to script after it.
+    for (parent, call) in user_calls {
+        if let Some(&i) = turns.get(parent) {
+            run.user_turns[i].calls.push(call);
         }
     }
     for top in order {
@@ -1308,5 +1337,55 @@ mod tests {
         // Anything more than the wrapper is the tool's own answer.
         let own = json!({"type": "text", "text": "a", "id": 1});
         assert_eq!(result_of(&own), own);
+    }
+
+    /// A user's own tool call (`worldline.ran_by` `user`) is its turn's,
+    /// by the span it is under, not one of the agent's calls.
+    #[test]
+    fn a_users_tool_call_is_its_turns_not_the_agents() {
+        let at = |mut s: Span, id: &str, parent: &str, start_ns: u64| {
+            s.span_id = id.into();
+            s.parent_id = parent.into();
+            s.start_ns = start_ns;
+            s
+        };
+        let tool = |name: &str, user: bool| {
+            let mut attrs = vec![
+                ("gen_ai.operation.name", json!("execute_tool")),
+                ("gen_ai.tool.name", json!(name)),
+                ("gen_ai.tool.call.arguments", json!(r#"{"id":"phone"}"#)),
+                ("gen_ai.tool.call.result", json!(r#"{"ok":true}"#)),
+            ];
+            if user {
+                attrs.push(("worldline.ran_by", json!("user")));
+            }
+            span(&attrs)
+        };
+        let turn = span(&[
+            ("gen_ai.operation.name", json!("invoke_agent")),
+            ("worldline.user.played_by", json!("script")),
+            ("worldline.user.turn", json!(1)),
+        ]);
+        let run = run_of(&[
+            at(
+                span(&[("gen_ai.operation.name", json!("invoke_agent"))]),
+                "r",
+                "",
+                1,
+            ),
+            at(tool("get_line", false), "a", "r", 2),
+            at(turn, "u", "r", 3),
+            at(tool("toggle", true), "b", "u", 3),
+            at(tool("check", true), "c", "u", 4),
+            // Under no turn: no rule's.
+            at(tool("late", true), "d", "r", 9),
+        ]);
+        let names = |calls: &[ToolCall]| calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&run.tool_calls), ["get_line"]);
+        assert_eq!(names(&run.user_turns[0].calls), ["toggle", "check"]);
+        assert_eq!(
+            run.user_turns[0].calls[0].arguments,
+            Some(json!({"id": "phone"}))
+        );
     }
 }

@@ -358,6 +358,17 @@ fn toml_of(v: &Value) -> Result<toml::Value> {
     super::toml_value(&strip(v), "")
 }
 
+/// The simulated user's own tools the trace shows it calling, by name.
+fn user_tool_names(run: &Run) -> Vec<String> {
+    let mut names: Vec<String> = (run.user_turns.iter())
+        .flat_map(|t| &t.calls)
+        .map(|c| c.name.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
 fn world_toml(run: &Run, tools: &[String]) -> Result<String> {
     let mut list = Vec::new();
     for name in tools {
@@ -374,13 +385,30 @@ fn world_toml(run: &Run, tools: &[String]) -> Result<String> {
             "response": {},
         }));
     }
-    let doc = json!({
+    let mut doc = json!({
         "name": WORLD,
         "version": 1,
         "description": "The tools an agent declared or called in an OpenTelemetry trace (worldline case from-trace). Add tables and rows (or a [service]) so that calls the trace never made get answers.",
         "permissions": {"default": "allow"},
         "tools": list,
     });
+    // The simulated user's own tools its rules call again: no trace says
+    // what they take or do, and a scripted user reads none of their
+    // answers.
+    let user_tools: Vec<Value> = (user_tool_names(run).into_iter())
+        .map(|name| {
+            json!({
+                "name": name,
+                "description": "",
+                "params": {"type": "object"},
+                "op": "respond",
+                "response": {},
+            })
+        })
+        .collect();
+    if !user_tools.is_empty() {
+        doc["user_tools"] = Value::Array(user_tools);
+    }
     Ok(toml::to_string(&toml_of(&doc)?)?)
 }
 
@@ -447,7 +475,8 @@ fn pinned(run: &Run) -> usize {
 
 /// The simulated user's turns as a scripted user's rules, one a turn (as
 /// `case from-run` scripts a model-played user): the turn's number, the
-/// reply or the ending, and the time a model playing the user took. A
+/// calls it made of its own tools before it answered, the reply or the
+/// ending, and the time a model playing the user took. A
 /// turn the user had already left, or no user answered (the case had
 /// none), is no rule.
 fn user_rules(run: &Run) -> Vec<Value> {
@@ -466,6 +495,15 @@ fn user_rules(run: &Run) -> Vec<Value> {
         };
         last = turn;
         let mut rule = json!({"turn": turn});
+        if !t.calls.is_empty() {
+            let calls = (t.calls.iter())
+                .map(|c| {
+                    let args = (c.arguments.clone()).filter(Value::is_object);
+                    json!({"tool": c.name, "args": args.unwrap_or_else(|| json!({}))})
+                })
+                .collect();
+            rule["calls"] = Value::Array(calls);
+        }
         if let Some(ms) = t.latency_ms {
             rule["latency_ms"] = ms.into();
         }
@@ -578,7 +616,7 @@ Made by `worldline case from-trace {}`.\n\n\
 - The tool results the trace recorded ({}), pinned in order as `[[inject]]` rules (`tool`, `nth`, `response`).\n\
 - The clock: the trace's first span.\n\
 - The seed: {}.\n\
-{}- `[origin]`: the trace id and the SHA-256 of the trace file.\n\
+{}{}- `[origin]`: the trace id and the SHA-256 of the trace file.\n\
 - Read as: {}.\n\n\
 ## Left to write\n\n\
 - Expectations: `[expect]` (the case passes whenever the agent completes).\n\
@@ -604,12 +642,25 @@ Made by `worldline case from-trace {}`.\n\n\
         match user_rules(run).len() {
             0 => String::new(),
             n => format!(
-                "- The simulated user's turns ({n}), each a `[[user.rules]]` rule of a scripted `[user]` (`turn`, then `reply`, or `end` and `satisfied`).\n"
+                "- The simulated user's turns ({n}), each a `[[user.rules]]` rule of a scripted `[user]` (`turn`, the `calls` it made of its own tools before it answered, then `reply`, or `end` and `satisfied`).\n"
             ),
         },
+        user_tools_line(run),
         run.forms.join(", "),
         undefined(run, tools),
         several_choices(run),
+    )
+}
+
+/// The README line for the simulated user's own tools.
+fn user_tools_line(run: &Run) -> String {
+    let names = user_tool_names(run);
+    if names.is_empty() {
+        return String::new();
+    }
+    format!(
+        "- The simulated user's own tools ({}), as `[[user_tools]]` of the world, each answering `{{}}`: the trace does not say what they take or change, and a scripted user reads none of their answers (their recorded results are in the trace only); give them tables to have `[expect]` check what they change.\n",
+        names.join(", ")
     )
 }
 
