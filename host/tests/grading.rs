@@ -391,8 +391,12 @@ fn test_command_prints_a_line_per_case_and_writes_junit() {
     };
     let runs = || std::fs::read_dir(dir.path().join("runs")).unwrap().count();
     let before = runs();
+    std::fs::write(dir.path().join("afile"), "").unwrap();
     for (junit, said) in [
-        (dir.path().join("nodir/report.xml"), "is not there"),
+        (
+            dir.path().join("afile/report.xml"),
+            "is a file, not a folder",
+        ),
         (dir.path().to_path_buf(), "is a folder"),
     ] {
         let out = good_with("--junit", junit.as_os_str());

@@ -205,12 +205,12 @@ fn from_run_of_a_missing_run_is_exit_2_and_writes_nothing() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep");
 }
 
-/// `-o DIR/x.toml` in a folder that is not there is refused before the
-/// run is read (a 1,000-call run was read whole, 13 GB, then refused): a
-/// run whose bundle no longer reads is refused for the folder, not for
-/// its bundle.
+/// `-o DIR/x.toml` under a file is refused before the run is read (a
+/// 1,000-call run was read whole, 13 GB, then refused): a run whose
+/// bundle no longer reads is refused for the path, not for its bundle.
+/// Into folders that are not there, the refused run makes none of them.
 #[test]
-fn from_run_into_a_missing_folder_is_refused_before_the_run_is_read() {
+fn from_run_under_a_file_is_refused_before_the_run_is_read() {
     let dir = temp_dir();
     let store = dir.path().join("store");
     let (worlds, case) = common::long::write(dir.path(), 4);
@@ -221,8 +221,48 @@ fn from_run_into_a_missing_folder_is_refused_before_the_run_is_read() {
     let bundle = run.bundle();
     let text = std::fs::read_to_string(&bundle).unwrap();
     std::fs::write(&bundle, text.replacen("d1w1 ", "d1wX ", 1)).unwrap();
-    let out = dir.path().join("missing/x.toml");
-    let refused = worldline(
+    let from_run = |out: &Path| {
+        worldline(
+            &store,
+            [
+                "case".as_ref(),
+                "from-run".as_ref(),
+                id.as_ref(),
+                "-o".as_ref(),
+                out.as_os_str(),
+            ],
+        )
+    };
+    std::fs::write(dir.path().join("afile"), "").unwrap();
+    let refused = from_run(&dir.path().join("afile/x.toml"));
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains("is a file, not a folder"),
+        "{refused}"
+    );
+    assert!(!refused.stderr.contains("chain"), "{refused}");
+    let broken = from_run(&dir.path().join("missing/deeper/x.toml"));
+    broken.expect_code(2);
+    assert!(broken.stderr.contains("chain"), "{broken}");
+    assert!(!dir.path().join("missing").exists());
+}
+
+/// `case from-run RUN -o cases/regress/x.toml` on a checkout without
+/// `cases/regress` (the README's own step) makes the folder and writes
+/// the case and its bundle copy there, as cargo and git make an output's
+/// folders; it was refused ("its folder ... is not there: make it
+/// first").
+#[test]
+fn from_run_makes_the_folders_of_its_output() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "one-fault", ONE_FAULT_MATTERS);
+    let worlds = workspace_root().join("worlds");
+    let agent = guest("careful-agent");
+    let run = common::run_in(&store, &case, &agent, &worlds);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let out = dir.path().join("cases/regress/stale-deploy-list.toml");
+    let made = worldline(
         &store,
         [
             "case".as_ref(),
@@ -232,13 +272,11 @@ fn from_run_into_a_missing_folder_is_refused_before_the_run_is_read() {
             out.as_os_str(),
         ],
     );
-    refused.expect_code(2);
-    assert!(
-        refused.stderr.contains("is not there: make it first"),
-        "{refused}"
-    );
-    assert!(!refused.stderr.contains("chain"), "{refused}");
-    assert!(!dir.path().join("missing").exists());
+    made.expect_code(0);
+    assert!(out.is_file(), "{made}");
+    assert!(out.with_extension("run.jsonl").is_file(), "{made}");
+    let suite = test_json(&store, &dir.path().join("cases/regress"), "careful-agent");
+    suite.expect_code(0);
 }
 
 /// A case whose seed is past 2^63 − 1, given as a bare integer (`run`
@@ -350,7 +388,7 @@ fn an_exported_trace_of_a_model_agent_run_becomes_a_case_with_the_same_answers()
     );
     run.expect_code(0);
     let id = run.json()["run_id"].as_str().unwrap().to_string();
-    let trace = dir.path().join("trace.pb");
+    let trace = dir.path().join("traces/trace.pb");
     worldline(
         &store,
         [
@@ -370,7 +408,8 @@ fn an_exported_trace_of_a_model_agent_run_becomes_a_case_with_the_same_answers()
     listed.expect_code(0);
     assert_eq!(listed.json().as_array().unwrap().len(), 1, "{listed}");
 
-    let out = dir.path().join("regress");
+    // `-o` into folders that are not there makes them.
+    let out = dir.path().join("made/regress");
     let id = listed.json()[0]["trace_id"].as_str().unwrap().to_string();
     let made = from_trace(
         &store,

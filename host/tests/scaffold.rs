@@ -401,6 +401,20 @@ fn init_writes_over_no_sdk_source_and_lists_the_tsconfig() {
         "{files:?}"
     );
     assert!(project.join("agent/.worldline-sdk/index.ts").is_file());
+    // Its service is Python: editors resolve `worldline_service` as in a
+    // Python project (it had no `.sdk/python` nor pyright settings).
+    assert!(files.contains(&"pyrightconfig.json"), "{files:?}");
+    assert!(!files.iter().any(|f| f.starts_with(".sdk")), "{files:?}");
+    assert!(
+        project
+            .join(".sdk/python/worldline_service/__init__.py")
+            .is_file()
+    );
+    let settings = std::fs::read_to_string(project.join(".vscode/settings.json")).unwrap();
+    assert!(
+        settings.contains("\"python.analysis.extraPaths\": [\".sdk/python\"]"),
+        "{settings}"
+    );
 }
 
 /// A project whose cases sit at its root (`cases = ["."]`): `test` passes

@@ -1182,3 +1182,90 @@ fn a_trapped_run_shows_its_guest_backtrace() {
     let trace = &trace[..trace.find("</pre>").unwrap()];
     assert!(trace.contains("hostile_agent"), "{trace}");
 }
+
+/// `ui --open` whose opener fails (no browser: `xdg-open` ends non-zero)
+/// says so on stderr, and the opener is reaped: it was spawned and never
+/// waited for, its failure silent and the process left a zombie.
+#[test]
+fn ui_open_says_an_opener_that_fails_and_leaves_no_zombie() {
+    use std::io::BufRead;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = common::write_case(dir.path(), "passes", common::DEMO_PASSES);
+    common::run_in(&store, &case, &guest("caller-agent"), &common::worlds_dir()).expect_code(0);
+    // Openers that fail, first on PATH.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for opener in ["xdg-open", "open"] {
+        let path = bin.join(opener);
+        std::fs::write(&path, "#!/bin/sh\nexit 3\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["ui", "--port", "0", "--open", "--store"])
+        .arg(&store)
+        .env("PATH", path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("worldline ui starts");
+    /// The server, killed when the test ends.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut ui = Killed(child);
+    let _stdout = ui.0.stdout.take();
+    let stderr = ui.0.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    // Generous: a loaded machine.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut said = Vec::new();
+    let message = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) if line.contains("could not open a browser") => break line,
+            Ok(line) => said.push(line),
+            Err(_) => panic!("no word of the opener's failure; stderr: {said:?}"),
+        }
+    };
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    assert!(
+        message.contains(&format!("({opener} ended with exit status: 3)"))
+            && message.ends_with("open the URL above"),
+        "{message}"
+    );
+    // Its children: none is a zombie (the opener was waited for).
+    let pid = ui.0.id().to_string();
+    let zombies: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stat")).ok())
+        .filter(|stat| {
+            let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            let fields: Vec<&str> = after.split_whitespace().collect();
+            fields.len() > 1 && fields[1] == pid && fields[0] == "Z"
+        })
+        .collect();
+    assert!(zombies.is_empty(), "zombie children: {zombies:?}");
+}

@@ -249,3 +249,52 @@ fn a_state_check_on_a_field_no_row_holds_is_said_at_its_line() {
     out.expect_code(1);
     assert!(out.stderr.contains(&format!("note: {said}")), "{out}");
 }
+
+/// `validate --jobs 2` of two cases on a world whose service has not been
+/// compiled on this machine compiles the service once, before the cases
+/// run: each job compiled it for itself (a BFCL world's 28 MB service,
+/// 54 s, twice), as `test` does not.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
+fn validate_compiles_a_world_s_service_once_for_all_its_jobs() {
+    let dir = temp_dir();
+    let worlds = common::world_with_service(
+        dir.path(),
+        &common::workspace_root().join("tests/worlds/counters/v1"),
+        "counters",
+        &common::python_service("tests/guests/python-service/counters.py"),
+    );
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    // Two cases bumping the world's one counter, `c`.
+    for (name, seed) in [("one", 7), ("two", 8)] {
+        let text = format!(
+            "world = \"counters@v1\"\nseed = {seed}\nclock = 2026-03-02T12:00:00Z\ntask = {{ id = \"c\" }}\n\
+             [[expect.gold]]\ntool = \"bump\"\nargs = {{ id = \"c\" }}\n"
+        );
+        write_case(&cases, name, &text);
+    }
+    // A store of its own with its own compile cache, empty.
+    let store = dir.path().join("store");
+    let out = common::worldline_with(
+        &store,
+        [
+            "validate".as_ref(),
+            cases.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--jobs".as_ref(),
+            "2".as_ref(),
+        ] as [&std::ffi::OsStr; 6],
+        &[common::OWN_COMPILE_CACHE],
+    );
+    assert_eq!(
+        out.stderr.matches("compiling ").count(),
+        1,
+        "the service compiled once:\n{out}"
+    );
+    assert!(out.stdout.contains("validate: 2 cases"), "{out}");
+}

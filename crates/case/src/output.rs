@@ -74,7 +74,9 @@ pub fn check_not_inside<'a>(
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let Ok(parent) = std::fs::canonicalize(parent) else {
+    // Its folders that are not there yet (made when it is written) are
+    // inside where their nearest one that is there is.
+    let Ok(parent) = std::path::absolute(parent).map(|p| resolved(&p)) else {
         return Ok(());
     };
     let inside = |dir: &Path| std::fs::canonicalize(dir).is_ok_and(|d| parent.starts_with(d));
@@ -170,12 +172,13 @@ pub fn check_store_root(root: &Path) -> Result<(), InputError> {
     }
 }
 
-/// Refuse a path whose folder is not there (said before anything runs,
-/// not as "cannot write: No such file or directory" after it), and one
-/// that is a store's own (in its `runs/`, which holds only the bundles of
-/// its runs, an export there was listed as a broken run; in its
-/// `objects/`, where one over an object made every run of it unreadable;
-/// its index, policy or salt).
+/// Refuse a path under a file (its folder "is a file, not a folder"),
+/// and one that is a store's own (in its `runs/`, which holds only the
+/// bundles of its runs, an export there was listed as a broken run; in
+/// its `objects/`, where one over an object made every run of it
+/// unreadable; its index, policy or salt). A folder that is not there is
+/// made when the file is written ([`make_folder`]), as cargo and git make
+/// an output's folders.
 fn placed(path: &Path) -> Result<(), InputError> {
     if let Some((store, part)) = store_part(path) {
         let what = match STORE_FOLDERS.contains(&part.as_str()) {
@@ -189,22 +192,31 @@ fn placed(path: &Path) -> Result<(), InputError> {
             ),
         ));
     }
-    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        // A file where the folder should be (it was said to be "not there").
-        Some(dir) if dir.exists() && !dir.is_dir() => Err(InputError::new(
+    // The nearest of its folders that is there must be a folder.
+    let there = path
+        .ancestors()
+        .skip(1)
+        .filter(|d| !d.as_os_str().is_empty())
+        .find(|d| d.exists());
+    match there {
+        Some(dir) if !dir.is_dir() => Err(InputError::new(
             path,
             format!(
                 "{} is a file, not a folder: choose a path in a folder",
                 dir.display()
             ),
         )),
-        Some(dir) if !dir.is_dir() => Err(InputError::new(
-            path,
-            format!(
-                "its folder {} is not there: make it first, or choose another path",
-                dir.display()
-            ),
-        )),
+        _ => Ok(()),
+    }
+}
+
+/// Make the folders of `path` that are not there (only those: nothing
+/// beside them), just before the file is written, so that an output
+/// refused or never written leaves none behind.
+fn make_folder(path: &Path) -> Result<(), InputError> {
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) if !dir.is_dir() => std::fs::create_dir_all(dir)
+            .map_err(|e| InputError::new(dir, format!("cannot make the output's folder: {e}"))),
         _ => Ok(()),
     }
 }
@@ -240,6 +252,7 @@ pub fn check_new(path: &Path, what: &str) -> Result<(), InputError> {
 /// then linked or renamed into place).
 pub fn write(path: &Path, bytes: &[u8]) -> Result<(), InputError> {
     check_file(path)?;
+    make_folder(path)?;
     crate::durable::write(path, bytes)
         .map_err(|e| InputError::new(path, format!("cannot write: {e}")))
 }
@@ -253,6 +266,7 @@ pub fn write_with(
     fill: impl FnOnce(&mut dyn io::Write) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     check_file(path)?;
+    make_folder(path)?;
     crate::durable::write_with(path, fill).map_err(|e| match e.downcast::<io::Error>() {
         Ok(e) => InputError::new(path, format!("cannot write: {e}")).into(),
         Err(e) => e,
@@ -263,12 +277,14 @@ pub fn write_with(
 /// happen (`--events FILE`: a line per event, followed while it grows).
 pub fn create(path: &Path) -> Result<std::fs::File, InputError> {
     check_file(path)?;
+    make_folder(path)?;
     std::fs::File::create(path).map_err(|e| InputError::new(path, format!("cannot write: {e}")))
 }
 
 /// Create `path` holding `bytes`; it must not exist.
 pub fn write_new(path: &Path, bytes: &[u8], what: &str) -> Result<(), InputError> {
     check_new(path, what)?;
+    make_folder(path)?;
     crate::durable::create_new(path, bytes)
         .map(drop)
         .map_err(|e| InputError::new(path, format!("cannot write: {e}")))
@@ -287,13 +303,43 @@ mod tests {
         std::fs::write(&file, "").unwrap();
         let e = check_file(&file.join("j.xml")).unwrap_err().to_string();
         assert!(e.contains("afile is a file, not a folder"), "{e}");
-        let e = check_new(&dir.path().join("nope/x"), "-o")
+        let e = check_file(&file.join("deeper/j.xml"))
             .unwrap_err()
             .to_string();
-        assert!(
-            e.contains("its folder") && e.contains("is not there"),
-            "{e}"
-        );
+        assert!(e.contains("afile is a file, not a folder"), "{e}");
+    }
+
+    /// A path whose folders are not there is taken, and writing it makes
+    /// them (it was refused: "its folder ... is not there: make it
+    /// first"); a refused one makes none.
+    #[test]
+    fn writing_a_path_makes_its_missing_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("a/b/x.toml");
+        check_new(&out, "-o").unwrap();
+        assert!(!dir.path().join("a").exists());
+        write_new(&out, b"x", "-o").unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"x");
+        write(&dir.path().join("c/r.xml"), b"r").unwrap();
+        assert!(dir.path().join("c/r.xml").is_file());
+        let store = dir.path().join("s");
+        for sub in ["runs", "objects"] {
+            std::fs::create_dir_all(store.join(sub)).unwrap();
+        }
+        assert!(write(&store.join("runs/new/x.jsonl"), b"x").is_err());
+        assert!(!store.join("runs/new").exists());
+    }
+
+    /// A missing folder inside a folder the command reads is inside it.
+    #[test]
+    fn a_missing_folder_inside_an_input_folder_is_inside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let worlds = dir.path().join("worlds");
+        std::fs::create_dir_all(&worlds).unwrap();
+        let e = check_not_inside(&worlds.join("new/r.xml"), [worlds.as_path()], "the worlds")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is inside"), "{e}");
     }
 
     /// A store's own folders and files are not a user's output: an export

@@ -505,32 +505,50 @@ pub fn serve(
         // One write; whoever reads stdout may stop reading after it.
         let _ = out.write_all(text.as_bytes());
         let _ = out.flush();
-        if cfg.open
-            && let Err(why) = open_browser(&urls[0])
-        {
-            let _ = writeln!(err, "{why}");
-        }
-        axum::serve(listener, router(app)).await?;
+        // The opener is waited for while the server serves: one that
+        // fails is said (it failed silently, and was left a zombie).
+        let opened = async {
+            if cfg.open
+                && let Some(why) = open_browser(&urls[0]).await
+            {
+                let _ = writeln!(err, "{why}");
+                let _ = err.flush();
+            }
+        };
+        let (served, ()) = tokio::join!(async { axum::serve(listener, router(app)).await }, opened);
+        served?;
         Ok(())
     })
 }
 
-/// Ask the desktop to open `url`; why it cannot, when it cannot.
-fn open_browser(url: &str) -> Result<(), String> {
+/// Ask the desktop to open `url`, the opener waited for on a blocking
+/// thread (and so reaped); why it could not, when it could not: it could
+/// not start, or it ended with a failure (`xdg-open` with no browser).
+async fn open_browser(url: &str) -> Option<String> {
     let opener = if cfg!(target_os = "macos") {
         "open"
     } else {
         "xdg-open"
     };
-    if let Err(e) = std::process::Command::new(opener)
+    let could_not = |why: String| {
+        Some(format!(
+            "could not open a browser ({why}): open the URL above"
+        ))
+    };
+    let mut child = match std::process::Command::new(opener)
         .arg(url)
+        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
     {
-        return Err(format!(
-            "could not open a browser ({opener}: {e}); open the URL above"
-        ));
+        Ok(child) => child,
+        Err(e) => return could_not(format!("{opener}: {e}")),
+    };
+    match tokio::task::spawn_blocking(move || child.wait()).await {
+        Ok(Ok(status)) if status.success() => None,
+        Ok(Ok(status)) => could_not(format!("{opener} ended with {status}")),
+        Ok(Err(e)) => could_not(format!("{opener}: {e}")),
+        Err(e) => could_not(format!("{opener}: {e}")),
     }
-    Ok(())
 }

@@ -1,7 +1,8 @@
 //! `worldline init [DIR] --lang rust|python|ts`: a new project (see
 //! `scaffold`), with the SDK's sources where editors and `tsc` find them
-//! (`.sdk/python` for `worldline_guest`; `agent/.worldline-sdk` and
-//! `agent/tsconfig.json`, as `build-js` writes them, for `worldline`).
+//! (`.sdk/python` for `worldline_guest` and `worldline_service`, the
+//! TypeScript project's Python service included; `agent/.worldline-sdk`
+//! and `agent/tsconfig.json`, as `build-js` writes them, for `worldline`).
 //! Refuses to write over a file that exists.
 //!
 //! Why `init` writes what it writes (was decision 0196): one world (`tasks@v1`)
@@ -160,12 +161,17 @@ pub fn exec(args: InitArgs) -> Result<ExitCode> {
     // TypeScript agent's folder gets the JS SDK and a tsconfig.json as
     // build-js writes them, each new as every file here (the SDK's
     // sources were written over, and a tsconfig.json there kept, unsaid).
-    let sdk_files = match lang {
-        Lang::Python => (worldline_build::python::SDK.iter())
+    // A TypeScript project's service is Python: its SDK too (the project
+    // had no `worldline_service` for editors to resolve).
+    let python_sdk = || {
+        (worldline_build::python::SDK.iter())
             .map(|(path, text)| (Path::new(".sdk/python").join(path), text.to_string()))
-            .collect(),
+    };
+    let sdk_files: Vec<(PathBuf, String)> = match lang {
+        Lang::Python => python_sdk().collect(),
         Lang::Ts => (worldline_build::js::editor_files().into_iter())
             .map(|(path, text)| (Path::new("agent").join(path), text.to_string()))
+            .chain(python_sdk())
             .collect(),
         Lang::Rust => Vec::new(),
     };

@@ -862,6 +862,22 @@ pub fn main() -> i32 {
 mod tests {
     use super::*;
 
+    /// `ui --help` lists no `--json` (it listed it, and `ui --json` is
+    /// refused: the UI serves pages); `run --help` does, and `ui --json`
+    /// still parses, to be refused saying why.
+    #[test]
+    fn ui_s_help_lists_no_json() {
+        let help = |name: &str| {
+            let mut sub = Cli::command().find_subcommand(name).unwrap().clone();
+            sub.build();
+            sub.render_help().to_string()
+        };
+        assert!(!help("ui").contains("--json"), "{}", help("ui"));
+        assert!(help("run").contains("--json"));
+        let cli = Cli::command().try_get_matches_from(["worldline", "ui", "--json"]);
+        assert!(cli.is_ok(), "{cli:?}");
+    }
+
     /// A subcommand's arguments are added when it is built (`defer`),
     /// after its own line of help: an `Args` struct with a doc comment,
     /// flattened or not, would replace that line with its own.

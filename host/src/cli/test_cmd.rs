@@ -122,12 +122,11 @@ struct Listed<'a> {
 }
 
 /// The cases the arguments select, the collection errors, and the
-/// partition; `read` reads a case file (its world's reference and tags
-/// beside what it gives).
+/// partition; `read` reads a case file (see [`pick::Read`]).
 fn select<T: Send>(
     args: &TestArgs,
     store: &StoreDir,
-    read: impl Fn(&std::path::Path) -> Result<(T, String, Vec<String>), InputError> + Sync,
+    read: impl Fn(&std::path::Path) -> pick::Read<T> + Sync,
 ) -> Result<Selected<T>> {
     let paths = discover::expand(&args.cases)?;
     let selection = Selection {
@@ -232,10 +231,20 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
             });
         let selected = worldline_case::world::one_pass(|| {
             // Each world the cases share checked once (decision 0394).
-            select(&args, &store, |path| {
-                let case = case::load(path, worlds)?;
-                let (world, tags) = (case.world.reference(), case.tags.clone());
-                Ok((case, world, tags))
+            select(&args, &store, |path| match case::load(path, worlds) {
+                Ok(case) => {
+                    let (world, tags) = (case.world.reference(), case.tags.clone());
+                    Ok((Ok(case), world, tags))
+                }
+                // Its world and tags read from the case file and world.toml
+                // alone, as `--list` reads them: a case the selection
+                // leaves out is no error of the suite (a `-k` that left out
+                // the cases of a world whose service was not built failed
+                // the suite once for each of them), one it selects is.
+                Err(e) => match case::header(path, worlds) {
+                    Ok(h) => Ok((Err(e), h.world, h.tags)),
+                    Err(_) => Err(e),
+                },
             })
         });
         let early = early.map(ahead::Ahead::take);
@@ -364,7 +373,7 @@ fn list(args: &TestArgs, store: &StoreDir) -> Result<ExitCode> {
     let worlds = args.worlds.as_deref();
     let selected = select(args, store, |path| {
         let h = case::header(path, worlds)?;
-        Ok(((), h.world, h.tags))
+        Ok((Ok(()), h.world, h.tags))
     })?;
     print_list(&selected.entries, &selected.broken, args.common.json)?;
     collection_errors(&selected.broken);

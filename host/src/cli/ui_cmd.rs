@@ -11,7 +11,10 @@ use worldline_pgstore::roles::Role;
 use worldline_store::store::StoreDir;
 use worldline_ui::Start;
 
+// `--json`, which every other command takes, is refused here (the UI
+// serves pages): not listed in `ui --help`.
 #[derive(Args)]
+#[command(mut_arg("json", |a| a.hide(true)))]
 pub struct UiArgs {
     /// Open this run's page first (id, unique prefix or bundle path).
     pub run: Option<String>,

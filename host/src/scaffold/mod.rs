@@ -129,10 +129,13 @@ pub fn files(lang: Lang, name: &str, sdk: &str) -> Vec<File> {
                 "service/tasks_service.py",
                 template!("python/tasks_service.py"),
             ),
+            // The service is Python: its editor settings as a Python
+            // project's.
             file(
                 ".vscode/settings.json",
                 template!("ts/vscode-settings.json"),
             ),
+            file("pyrightconfig.json", template!("python/pyrightconfig.json")),
             build(template!("ts/build.sh")),
         ]),
     }

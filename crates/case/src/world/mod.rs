@@ -565,7 +565,7 @@ fn load_service(
                     // (a path out of the folder is refused as that first).
                     let unbuilt = check_relative(&t.component).is_ok() && !there(&t.component);
                     let why = match unbuilt {
-                        true => "not built yet: build it before a run (a Python service with `worldline build-python --service SRC.py -o` this file, a project's with its build script)".to_string(),
+                        true => "not built yet: build it before a run (a Python service with `worldline build-python --service SRC.py -o` this file; a Rust one with `cargo build --release --target wasm32-wasip2 -p PACKAGE`, its `.wasm` copied to this file; a project's with its build script)".to_string(),
                         false => e.message,
                     };
                     InputError::at(

@@ -71,7 +71,7 @@ pub struct Options<'a> {
 /// any step fails, and an existing file is never overwritten.
 pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
     // The run found, then where it writes checked, before the run is read
-    // (a long run was read whole, then refused for a folder not there).
+    // (a long run was read whole, then refused for a path under a file).
     let path = store.resolve_run(opts.run)?;
     let out = opts.output;
     if out.extension().is_none_or(|x| x != "toml") {

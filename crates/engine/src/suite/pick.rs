@@ -1,7 +1,8 @@
 //! Which case files a `test` session runs, in suite order: those that
 //! load, narrowed by `--rerun-failed` (the last session's failures), a
 //! `--filter` expression, a `--partition` shard and a `--limit`; the files
-//! that do not load are kept as collection errors.
+//! that do not load are kept as collection errors, those the selection
+//! leaves out only when it cannot tell (their world and tags unread).
 
 use super::select::{Candidate, Filter};
 use std::collections::{BTreeMap, BTreeSet};
@@ -39,9 +40,9 @@ pub struct Picked<T> {
 pub struct Selected<T> {
     /// The cases to run, in suite order.
     pub entries: Vec<Picked<T>>,
-    /// The case files that could not be loaded (collection errors:
-    /// reported, and the suite exits 2 at the end, but the other cases
-    /// still run).
+    /// The case files that could not be loaded, of those selected or
+    /// whose world and tags were not read (collection errors: reported,
+    /// and the suite exits 2 at the end, but the other cases still run).
     pub broken: Vec<InputError>,
     /// With a partition: it, and the whole selection it shards (each
     /// case's index and name, before the partition and the limit).
@@ -57,15 +58,22 @@ pub fn filter(text: &str) -> Result<(String, Filter), InputError> {
     Ok((text.to_string(), parsed))
 }
 
+/// What [`pick`]'s `read` gives of a case file: what it read of it (or
+/// why that failed) with its world's reference and its tags, or the error
+/// when not even those were read.
+pub type Read<T> = Result<(Result<T, InputError>, String, Vec<String>), InputError>;
+
 /// The cases of `paths` (the suite's case files, in order) that
-/// `selection` selects; `read` reads a case file (its world's reference
-/// and tags beside what it gives), the files read on every core at once
-/// and taken in order. A filter that selects none of the cases that
-/// loaded is a usage error naming near names.
+/// `selection` selects; `read` reads a case file, the files read on every
+/// core at once and taken in order. A case whose world and tags were read
+/// but which did not load is a collection error only when it is selected
+/// (a `-k` that left out the cases of a world whose service is not built
+/// failed the suite for each of them). A filter that selects none of the
+/// cases is a usage error naming near names.
 pub fn pick<T: Send>(
     paths: Vec<PathBuf>,
     selection: &Selection,
-    read: impl Fn(&Path) -> Result<(T, String, Vec<String>), InputError> + Sync,
+    read: impl Fn(&Path) -> Read<T> + Sync,
 ) -> Result<Selected<T>, InputError> {
     let mut entries = Vec::new();
     let mut broken = Vec::new();
@@ -116,6 +124,13 @@ pub fn pick<T: Send>(
             seen.push(seen_case);
             continue;
         }
+        let read = match read {
+            Ok(read) => read,
+            Err(e) => {
+                broken.push(of_case(&path, e));
+                continue;
+            }
+        };
         hashed.push(seen_case.short);
         entries.push(Picked {
             index,
@@ -305,13 +320,45 @@ mod tests {
 
     /// A case named `broken` does not load; every other's world is `w`
     /// and its one tag its name.
-    fn read(path: &Path) -> Result<((), String, Vec<String>), InputError> {
+    /// `unbuilt` reads (its world and tags) but does not load.
+    fn read(path: &Path) -> Read<()> {
         let name = worldline_case::case::discover::display_name(path);
         match name.as_str() {
             "broken" => Err(InputError::new(path, "does not load")),
             "worldless" => Err(InputError::new("/nowhere/worlds/w/world.toml", "bad world")),
-            _ => Ok(((), "w".to_string(), vec![name])),
+            "unbuilt" => Ok((
+                Err(InputError::new(
+                    "/nowhere/worlds/w/service.wasm",
+                    "not built yet",
+                )),
+                "w".to_string(),
+                vec![name],
+            )),
+            _ => Ok((Ok(()), "w".to_string(), vec![name])),
         }
+    }
+
+    /// A case that does not load but whose world and tags were read is a
+    /// collection error when selected, and nothing when the filter leaves
+    /// it out (it failed the suite); one whose tags were not read is an
+    /// error either way.
+    #[test]
+    fn a_case_the_filter_leaves_out_is_no_collection_error() {
+        let selection = Selection {
+            filter: Some(filter("a").unwrap()),
+            ..Selection::default()
+        };
+        let s = pick(paths(&["a", "unbuilt", "broken"]), &selection, read).unwrap();
+        assert_eq!(names(&s), [(0, "a")]);
+        let shown: Vec<String> = s.broken.iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["/nowhere/broken.toml: does not load"]);
+        let s = pick(paths(&["a", "unbuilt"]), &Selection::default(), read).unwrap();
+        assert_eq!(names(&s), [(0, "a")]);
+        let shown: Vec<String> = s.broken.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            ["/nowhere/unbuilt.toml: /nowhere/worlds/w/service.wasm: not built yet"]
+        );
     }
 
     fn names(s: &Selected<()>) -> Vec<(usize, &str)> {
