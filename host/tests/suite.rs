@@ -1361,10 +1361,10 @@ fn a_case_whose_exec_cannot_start_is_its_own_error_and_the_suite_reports() {
     assert_eq!(last["failed"].as_array().unwrap().len(), 1, "{last}");
 }
 
-/// A `--junit` or `--events` path that cannot be written is refused
-/// before the agent is loaded: nothing is compiled into the store's
-/// cache (the refusal came after the agent and the services compiled,
-/// minutes for a Python one).
+/// A `--junit` or `--events` path that cannot be written (under a file;
+/// a missing folder is made) is refused before the agent is loaded:
+/// nothing is compiled into the store's cache (the refusal came after the
+/// agent and the services compiled, minutes for a Python one).
 #[test]
 fn a_report_path_that_cannot_be_written_is_refused_before_the_agent_loads() {
     let dir = temp_dir();
@@ -1376,7 +1376,9 @@ fn a_report_path_that_cannot_be_written_is_refused_before_the_agent_loads() {
     let before = compiled();
     assert_eq!(before.len(), 1, "{before:?}");
     for flag in ["--junit", "--events"] {
-        let bad = dir.path().join("missing/x.xml");
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, "").unwrap();
+        let bad = file.join("x.xml");
         let out = test_suite_with(
             &store,
             &cases,
@@ -1385,7 +1387,7 @@ fn a_report_path_that_cannot_be_written_is_refused_before_the_agent_loads() {
             &[OWN_COMPILE_CACHE],
         );
         out.expect_code(2);
-        assert!(out.stderr.contains("is not there"), "{out}");
+        assert!(out.stderr.contains("is a file, not a folder"), "{out}");
         assert_eq!(
             compiled(),
             before,
