@@ -690,6 +690,48 @@ fn an_episode_ended_at_its_step_limit_replays_and_forks_to_that_end() {
     assert_eq!(fork.json()["run_status"], "step_limit", "{fork}");
 }
 
+/// An episode `[limits] max_events` ended (`trapped`: the step past the
+/// limit was refused before it was recorded) replays `identical` and
+/// forks to the same end; the replay, sending only the recorded steps,
+/// ended `completed` (`diverged at event 3 (mismatch, field status)`).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn an_episode_ended_at_its_event_limit_replays_and_forks_to_that_end() {
+    let dir = temp_dir();
+    let case = dir.path().join("eventlimit.toml");
+    std::fs::write(
+        &case,
+        "world = \"incident@v4\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\n\
+         task = { message = \"look around\" }\n\n[limits]\nmax_events = 3\n",
+    )
+    .unwrap();
+    let store = dir.path().join("store");
+    let (mut server, url) = serve(&store, &case, &[]);
+    let client = "import json, sys\n\
+        from websockets.sync.client import connect\n\
+        with connect(sys.argv[1].replace('http://', 'ws://') + '/ws') as ws:\n\
+        \x20   ws.send(json.dumps({'type': 'reset', 'data': {}}))\n\
+        \x20   ws.recv(timeout=60)\n\
+        \x20   for _ in range(4):\n\
+        \x20       ws.send(json.dumps({'type': 'step', 'data': {'type': 'call_tool', 'tool_name': 'get_alert', 'arguments': {'id': 'ALERT-7'}}}))\n\
+        \x20       said = json.loads(ws.recv(timeout=60))\n\
+        \x20   print(json.dumps(said))\n";
+    let said = run_client(&url, client);
+    let _ = server.kill();
+    let _ = server.wait();
+    let ended = &said["data"]["observation"];
+    assert_eq!(ended["status"], "trapped", "{said}");
+    let run = ended["run_id"].as_str().unwrap();
+    let replay = worldline(&store, ["replay", run, "--json"]);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    worldline(&store, ["verify", run]).expect_code(0);
+    let fork = worldline(&store, ["fork", run, "--at", "2", "--json"]);
+    assert_eq!(fork.json()["run_status"], "trapped", "{fork}");
+}
+
 /// `serve --addr localhost:0 cases/` serves the folder's cases at
 /// 127.0.0.1 (said `invalid socket address syntax` and `cannot read
 /// case: is a folder`); a fork of an episode lists none of a process's
