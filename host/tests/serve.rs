@@ -1044,3 +1044,71 @@ fn a_reset_that_compiles_its_world_blocks_no_one_else() {
         "/health and another client were answered while the reset compiled: {got}"
     );
 }
+
+/// Each of `messages` (raw text) sent to the server at `url` in one
+/// connection: the answers, in order.
+fn said_to(url: &str, messages: &[&str]) -> Vec<Value> {
+    let client = format!(
+        "import json, sys\n\
+         from websockets.sync.client import connect\n\
+         said = []\n\
+         with connect(sys.argv[1].replace('http://', 'ws://') + '/ws') as ws:\n\
+         \x20   for m in json.loads({:?}):\n\
+         \x20       ws.send(m)\n\
+         \x20       said.append(json.loads(ws.recv(timeout=60)))\n\
+         print(json.dumps(said))\n",
+        serde_json::to_string(messages).unwrap()
+    );
+    run_client(url, &client).as_array().unwrap().clone()
+}
+
+/// `serve` names its cases as `test` does: two of one file name in
+/// different folders are both served (`incident/look`, `accounts/look`;
+/// the second was refused as "served already"), a reset names either,
+/// and a bare name still names a case it alone has.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn cases_of_one_file_name_are_served_by_the_names_test_gives_them() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    for (folder, name, seed) in [
+        ("incident", "look", 3),
+        ("accounts", "look", 4),
+        ("accounts", "peek", 5),
+    ] {
+        std::fs::create_dir_all(cases.join(folder)).unwrap();
+        std::fs::write(
+            cases.join(folder).join(format!("{name}.toml")),
+            format!(
+                "world = \"incident@v4\"\nseed = {seed}\nclock = 2026-03-01T12:00:00Z\n\
+                 task = {{ message = \"look around\" }}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let store = dir.path().join("store");
+    let (_server, url) = serve(&store, &cases, &[]);
+    let said = said_to(
+        &url,
+        &[
+            r#"{"type": "reset", "data": {"case": "incident/look"}}"#,
+            r#"{"type": "reset", "data": {"case": "accounts/look"}}"#,
+            r#"{"type": "reset", "data": {"case": "peek"}}"#,
+            r#"{"type": "reset", "data": {"case": "look"}}"#,
+        ],
+    );
+    let seed = |i: usize| said[i]["data"]["observation"]["seed"].clone();
+    assert_eq!(seed(0), 3, "{said:?}");
+    assert_eq!(seed(1), 4, "{said:?}");
+    assert_eq!(seed(2), 5, "{said:?}");
+    assert_eq!(said[1]["data"]["observation"]["case"], "accounts/look");
+    assert_eq!(said[3]["data"]["code"], "VALIDATION_ERROR", "{said:?}");
+    let message = said[3]["data"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("accounts/look") && message.contains("incident/look"),
+        "{message}"
+    );
+}

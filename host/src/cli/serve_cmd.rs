@@ -106,20 +106,17 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
         )
         .into());
     }
+    // Each case by the name `test` gives it (`incident/close-denied`),
+    // which a reset names (two of one file name were refused).
+    let paths = discover::expand(&args.cases)?;
+    let names = worldline_engine::suite::pick::distinct_names(paths.iter().map(|p| p.as_path()));
     let mut cases = Vec::new();
-    for path in &discover::expand(&args.cases)? {
+    for (path, name) in paths.iter().zip(names) {
         let c = case::load(path, args.worlds.as_deref())?;
         if let Some(why) = unservable(&c) {
             return Err(InputError::new(path, why).into());
         }
-        if cases.iter().any(|o: &case::Case| o.name == c.name) {
-            return Err(InputError::new(
-                path,
-                format!("a case named `{}` is served already; a reset names cases by name, so give each its own", c.name),
-            )
-            .into());
-        }
-        cases.push(c);
+        cases.push((name, c));
     }
     // The server lives as long as the process: its store and sandbox are
     // shared by every session's thread.
@@ -128,7 +125,7 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
         Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice()),
     ));
     let json = args.common.json;
-    let names: Vec<String> = cases.iter().map(|c| c.name.clone()).collect();
+    let names: Vec<String> = cases.iter().map(|(n, _)| n.clone()).collect();
     let served = Served {
         sandbox,
         store,

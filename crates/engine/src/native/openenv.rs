@@ -45,8 +45,9 @@ pub const MAX_MESSAGE: usize = 1 << 20;
 pub struct Served {
     pub sandbox: &'static Sandbox,
     pub store: &'static StoreDir,
-    /// The cases a `reset` may name, by name.
-    pub cases: Vec<Case>,
+    /// The cases a `reset` may name, each with the name `test` gives it
+    /// (`incident/close-denied`: [`distinct_names`](crate::suite::pick::distinct_names)).
+    pub cases: Vec<(String, Case)>,
     /// Sessions (WebSocket connections) at once; more are refused with
     /// OpenEnv's `CAPACITY_REACHED`.
     pub max_sessions: usize,
@@ -61,8 +62,35 @@ pub struct Served {
 impl Served {
     /// The served cases' names, for a refusal to list.
     fn names(&self) -> String {
-        let names: Vec<&str> = self.cases.iter().map(|c| c.name.as_str()).collect();
+        let names: Vec<&str> = self.cases.iter().map(|(n, _)| n.as_str()).collect();
         names.join(", ")
+    }
+
+    /// The served case a reset names: by its served name, or by its file
+    /// name when that names one case alone (`close-denied` for
+    /// `incident/close-denied`); why not, when it names none or several.
+    fn named(&self, name: &str) -> Result<&(String, Case), String> {
+        if let Some(c) = self.cases.iter().find(|(n, _)| n == name) {
+            return Ok(c);
+        }
+        let bare: Vec<&(String, Case)> = (self.cases.iter())
+            .filter(|(_, c)| c.name == name)
+            .collect();
+        match bare[..] {
+            [one] => Ok(one),
+            [] => Err(format!(
+                "reset names no served case: pass `case`, one of {}",
+                self.names()
+            )),
+            _ => Err(format!(
+                "`{name}` names {} served cases: pass one of {}",
+                bare.len(),
+                bare.iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
     }
 }
 
@@ -398,19 +426,17 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
     if let Some(fork_of) = data.get("fork_of") {
         return reset_fork(served, session, fork_of, data).await;
     }
-    let case = match data["case"].as_str() {
-        Some(name) => served.cases.iter().find(|c| c.name == name),
-        None if served.cases.len() == 1 => served.cases.first(),
-        None => None,
+    let named = match data["case"].as_str() {
+        Some(name) => served.named(name),
+        None if served.cases.len() == 1 => Ok(&served.cases[0]),
+        None => Err(format!(
+            "reset names no served case: pass `case`, one of {}",
+            served.names()
+        )),
     };
-    let Some(case) = case else {
-        return error(
-            "VALIDATION_ERROR",
-            &format!(
-                "reset names no served case: pass `case`, one of {}",
-                served.names()
-            ),
-        );
+    let (name, case) = match named {
+        Ok(c) => c,
+        Err(why) => return error("VALIDATION_ERROR", &why),
     };
     let mut case = case.clone();
     match &data["seed"] {
@@ -450,14 +476,19 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
     end_open(session).await;
     match Session::begin(served, case, agent, opts, data["episode_id"].as_str()).await {
         Err(e) => error("FACTORY_ERROR", &format!("{e:#}")),
-        Ok(mut s) => match s.list_tools().await {
-            Err(why) => s.refused(why).await,
-            Ok(tools) => {
-                let first = json!({"case": s.case, "seed": s.seed, "task": s.task, "tools": tools});
-                *session = Some(s);
-                observation(first, None, false)
+        Ok(mut s) => {
+            // The case as the reset named it, as `test` names it.
+            s.case.clone_from(name);
+            match s.list_tools().await {
+                Err(why) => s.refused(why).await,
+                Ok(tools) => {
+                    let first =
+                        json!({"case": s.case, "seed": s.seed, "task": s.task, "tools": tools});
+                    *session = Some(s);
+                    observation(first, None, false)
+                }
             }
-        },
+        }
     }
 }
 
@@ -519,7 +550,8 @@ async fn reset_fork(
     // that one, and it is one this server serves (a reset naming another,
     // or a server serving another, ran the recorded case without a word).
     let recorded = prefix.case.name.as_str();
-    if let Some(named) = data["case"].as_str().filter(|n| *n != recorded) {
+    let of_recorded = |n: &str| served.named(n).is_ok_and(|(_, c)| c.name == recorded);
+    if let Some(named) = data["case"].as_str().filter(|n| !of_recorded(n)) {
         return error(
             "VALIDATION_ERROR",
             &format!(
@@ -527,7 +559,7 @@ async fn reset_fork(
             ),
         );
     }
-    if !served.cases.iter().any(|c| c.name == recorded) {
+    if !served.cases.iter().any(|(_, c)| c.name == recorded) {
         return error(
             "VALIDATION_ERROR",
             &format!(
