@@ -1774,3 +1774,21 @@ fn a_redacted_copy_withholds_token_ids_and_logprobs() {
     assert_eq!(step["extra"]["tokens_withheld"], true, "{step}");
     assert!(doc["notes"].as_str().unwrap().contains("withheld"), "{doc}");
 }
+
+/// A model request naming no model is told the flag that names one,
+/// `--model-set model=NAME` (it said `--model model=NAME`, a flag that
+/// does not exist).
+#[test]
+fn a_request_naming_no_model_is_told_the_flag_that_names_one() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let server = Server::start(Vec::new());
+    let model = openai_model(&server, "").replace("model = \"local-llm\"\n", "");
+    let case = asker_case(dir.path(), "unnamed", &[ask("one")], &model, "");
+    let out = run(&store, &case, &asker(), &[]);
+    out.expect_code(0);
+    let e = &model_events(&out.bundle())[0];
+    let message = e["response"]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("no model named"), "{message}");
+    assert!(message.contains("--model-set model=NAME"), "{message}");
+}
