@@ -1112,3 +1112,35 @@ fn cases_of_one_file_name_are_served_by_the_names_test_gives_them() {
         "{message}"
     );
 }
+
+/// A reset's `fork_of` naming no run of the store is told what to name
+/// (it was told to "pass a bundle's path", which serve refuses), and an
+/// empty one is told it is empty (it was told it was "not a path").
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_fork_of_naming_no_run_is_told_what_to_name() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (_server, url) = serve(&store, &scenario(), &[]);
+    let said = said_to(
+        &url,
+        &[
+            r#"{"type": "reset", "data": {"fork_of": {"run": "20990101-000000-deadbeef", "at": 2}}}"#,
+            r#"{"type": "reset", "data": {"fork_of": {"run": "", "at": 2}}}"#,
+        ],
+    );
+    let message = |i: usize| said[i]["data"]["message"].as_str().unwrap().to_string();
+    assert_eq!(said[0]["data"]["code"], "VALIDATION_ERROR", "{said:?}");
+    assert!(
+        message(0).contains("no run `20990101-000000-deadbeef`"),
+        "{said:?}"
+    );
+    assert!(!message(0).contains("path"), "{said:?}");
+    assert!(message(0).contains("run_id"), "{said:?}");
+    assert_eq!(said[1]["data"]["code"], "VALIDATION_ERROR", "{said:?}");
+    assert!(message(1).contains("empty"), "{said:?}");
+    assert!(!message(1).contains("path"), "{said:?}");
+}

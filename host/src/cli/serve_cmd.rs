@@ -135,7 +135,11 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
         fork: Box::new(move |run, at| {
             // Only the events before the fork point are sent again, held
             // compact as they are read (decision 0380).
-            let path = store.resolve_run(run)?;
+            // A client names a run by its id, never a bundle's path.
+            let path = store.resolve_run_id_saying(
+                run,
+                "; a served episode's last observation gives its `run_id`",
+            )?;
             let rec =
                 worldline_engine::replay::open_prefix_held(store, path, at.saturating_add(1))?;
             worldline_engine::fork::served(store, rec, at)

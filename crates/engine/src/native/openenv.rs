@@ -526,6 +526,12 @@ async fn reset_fork(
     let (Some(run), Some(at)) = (fork_of["run"].as_str(), fork_of["at"].as_u64()) else {
         return error("VALIDATION_ERROR", shape);
     };
+    if run.is_empty() {
+        return error(
+            "VALIDATION_ERROR",
+            "fork_of.run is empty: name a served episode's run id (its last observation's `run_id`, or a unique prefix of it)",
+        );
+    }
     // A run of the store by its id, never a path: a client names no file.
     if !worldline_store::store::is_run_id(run) {
         return error(
