@@ -1144,3 +1144,27 @@ fn a_fork_of_naming_no_run_is_told_what_to_name() {
     assert!(message(1).contains("empty"), "{said:?}");
     assert!(!message(1).contains("path"), "{said:?}");
 }
+
+/// A message that is JSON but no object (an array, a number) is told a
+/// message is a JSON object, and an object without `type` to name one
+/// (each was told `unknown message type ```).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_message_that_is_no_object_is_told_it_must_be_one() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (_server, url) = serve(&store, &scenario(), &[]);
+    let said = said_to(&url, &["[1,2]", "7", "{}"]);
+    for s in &said[..2] {
+        assert_eq!(s["data"]["code"], "VALIDATION_ERROR", "{said:?}");
+        let message = s["data"]["message"].as_str().unwrap();
+        assert!(message.contains("a JSON object"), "{said:?}");
+        assert!(!message.contains("unknown message type"), "{said:?}");
+    }
+    // An object without `type` is told to name one.
+    let message = said[2]["data"]["message"].as_str().unwrap();
+    assert!(message.contains("names its `type`"), "{said:?}");
+}

@@ -325,6 +325,15 @@ const EARLY: usize = 16;
 async fn answer(served: &Served, session: &mut Option<Session>, raw: &str) -> Option<Value> {
     let m = match serde_json::from_str::<Value>(raw) {
         Err(e) => return Some(error("INVALID_JSON", &format!("Invalid JSON: {e}"))),
+        Ok(m) if !m.is_object() => {
+            return Some(error(
+                "VALIDATION_ERROR",
+                &format!(
+                    "a message is a JSON object, {{\"type\": \"reset\"|\"step\"|\"state\"|\"close\", \"data\": ...}}, not {}",
+                    kind_of(&m)
+                ),
+            ));
+        }
         Ok(m) => m,
     };
     let kind = match &m["type"] {
@@ -345,11 +354,27 @@ async fn answer(served: &Served, session: &mut Option<Session>, raw: &str) -> Op
             }}),
         },
         "close" => return None,
+        "" => error(
+            "UNKNOWN_TYPE",
+            "a message names its `type`: send reset, step, state or close",
+        ),
         other => error(
             "UNKNOWN_TYPE",
             &format!("unknown message type `{other}`: send reset, step, state or close"),
         ),
     })
+}
+
+/// What a JSON value is, in a word or two (`an array`).
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// Once SIGINT or SIGTERM has come (polled by one task, which tells
