@@ -415,3 +415,36 @@ fn a_world_file_is_listed_with_the_mime_type_it_is_read_with() {
     assert_eq!(listed[0]["mimeType"], "application/octet-stream");
     assert_eq!(listed[2]["mimeType"], "text/markdown");
 }
+
+/// A session `[limits] max_events` ended (`trapped`, the call past the
+/// limit refused before it was recorded) replays `identical`, `verify`
+/// counts it so, and a fork of it ends at the limit as it did: the
+/// replay sent only the recorded messages and ended `completed` (replay
+/// said `diverged at event 3 (mismatch, field status)`).
+#[test]
+fn a_session_ended_at_its_event_limit_replays_and_forks_to_that_end() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(
+        dir.path(),
+        "events",
+        &format!("{UNGRADED}\n[limits]\nmax_events = 3\n"),
+    );
+    let calls: Vec<String> = (1..=4)
+        .map(|id| GET_ALERT.replace(r#""id":1"#, &format!(r#""id":{id}"#)))
+        .collect();
+    let mut lines = vec![INITIALIZE];
+    lines.extend(calls.iter().map(String::as_str));
+    let (_, report) = over_stdio(&store, &case, &common::native::worlds(), &lines);
+    assert_eq!(report["run_status"], "trapped", "{report}");
+    assert!(
+        report["error"].as_str().unwrap().contains("max_events"),
+        "{report}"
+    );
+    let run = report["run_id"].as_str().unwrap();
+    let replay = worldline(&store, ["replay", run, "--json"]);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    worldline(&store, ["verify", run]).expect_code(0);
+    let fork = worldline(&store, ["fork", run, "--at", "2", "--json"]);
+    assert_eq!(fork.json()["run_status"], "trapped", "{fork}");
+}

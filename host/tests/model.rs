@@ -1692,3 +1692,103 @@ fn a_request_that_is_no_object_is_refused_and_checks_say_what_they_assert_from_r
     );
     common::replays_identical(&store, doc["run_id"].as_str().unwrap());
 }
+
+/// A redacted copy withholds every model call's token ids and
+/// log-probabilities (decision 0428): they decode back to the text the
+/// policy hid (`export --redacted` kept `model_call.tokens` and the
+/// `logprobs` the agent asked for, and a trajectory or ATIF export of
+/// the copy carried them). The copy and its exports say they were
+/// withheld.
+#[test]
+fn a_redacted_copy_withholds_token_ids_and_logprobs() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let hidden = "ada@example.com";
+    // The ids are the text's bytes, as a byte-level tokenizer's would be.
+    let p1: Vec<u64> = format!("<|user|>mail {hidden}")
+        .bytes()
+        .map(u64::from)
+        .collect();
+    let c1: Vec<u64> = "sent".bytes().map(u64::from).collect();
+    let mut server = Server::start(vec![vllm_completion("sent", &p1, &c1)]);
+    let mut asked = ask(&format!("mail {hidden}"));
+    asked["logprobs"] = json!(true);
+    let case = asker_case(
+        dir.path(),
+        "tokens",
+        &[asked],
+        &openai_model(&server, "token_ids = true"),
+        "",
+    );
+    let out = run(&store, &case, &asker(), &[]);
+    out.expect_code(0);
+    server.stop();
+    let e = &model_events(&out.bundle())[0];
+    assert!(e["response"]["model_call"]["tokens"].is_object(), "{e}");
+    assert!(
+        e["response"]["ok"]["choices"][0]["logprobs"].is_object(),
+        "{e}"
+    );
+
+    std::fs::write(store.join("redact.toml"), "detectors = [\"email\"]\n").unwrap();
+    let run_id = out.json()["run_id"].as_str().unwrap().to_string();
+    let copy = dir.path().join("red.json");
+    worldline(
+        &store,
+        [
+            OsStr::new("export"),
+            OsStr::new(&run_id),
+            OsStr::new("--redacted"),
+            OsStr::new("-o"),
+            copy.as_os_str(),
+        ],
+    )
+    .expect_code(0);
+    let text = std::fs::read_to_string(&copy).unwrap();
+    assert!(!text.contains(hidden), "the text is hidden");
+    for field in ["prompt_ids", "completion_ids"] {
+        assert!(!text.contains(field), "{field} left in the copy: {text}");
+    }
+    let file: Value = serde_json::from_str(&text).unwrap();
+    let event: Value = (file["bundle"].as_str().unwrap().lines())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["call"] == MODEL_CALL)
+        .unwrap();
+    let r = &event["response"];
+    assert!(r["model_call"].get("tokens").is_none(), "{r}");
+    assert!(r["ok"]["choices"][0].get("logprobs").is_none(), "{r}");
+    assert_eq!(r["model_call"]["tokens_withheld"], true, "{r}");
+
+    let other = dir.path().join("other");
+    worldline(&other, [OsStr::new("import"), copy.as_os_str()]).expect_code(0);
+    let redacted = format!("{run_id}-redacted");
+    let line = export(&other, &redacted, "trajectories");
+    assert!(line.get("tokens").is_none(), "{line}");
+    assert_eq!(line["tokens_withheld"], true, "{line}");
+    let doc = export(&other, &redacted, "atif");
+    let step = (doc["steps"].as_array().unwrap().iter())
+        .find(|s| s["llm_call_count"] == 1)
+        .unwrap();
+    assert!(step["metrics"].get("prompt_token_ids").is_none(), "{step}");
+    assert!(step["metrics"].get("logprobs").is_none(), "{step}");
+    assert_eq!(step["extra"]["tokens_withheld"], true, "{step}");
+    assert!(doc["notes"].as_str().unwrap().contains("withheld"), "{doc}");
+}
+
+/// A model request naming no model is told the flag that names one,
+/// `--model-set model=NAME` (it said `--model model=NAME`, a flag that
+/// does not exist).
+#[test]
+fn a_request_naming_no_model_is_told_the_flag_that_names_one() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let server = Server::start(Vec::new());
+    let model = openai_model(&server, "").replace("model = \"local-llm\"\n", "");
+    let case = asker_case(dir.path(), "unnamed", &[ask("one")], &model, "");
+    let out = run(&store, &case, &asker(), &[]);
+    out.expect_code(0);
+    let e = &model_events(&out.bundle())[0];
+    let message = e["response"]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("no model named"), "{message}");
+    assert!(message.contains("--model-set model=NAME"), "{message}");
+}

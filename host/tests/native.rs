@@ -731,6 +731,11 @@ fn a_flood_of_calls_is_stopped_at_the_event_limit() {
         "{out}"
     );
     assert_eq!(read_bundle(&out.bundle()).events.len(), 200);
+    // The process makes the refused call again: the run replays to the
+    // same end (a served episode and an MCP session did not).
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let replay = worldline(&store, ["replay", &run, "--json"]);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
 }
 
 #[test]

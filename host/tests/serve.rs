@@ -690,6 +690,48 @@ fn an_episode_ended_at_its_step_limit_replays_and_forks_to_that_end() {
     assert_eq!(fork.json()["run_status"], "step_limit", "{fork}");
 }
 
+/// An episode `[limits] max_events` ended (`trapped`: the step past the
+/// limit was refused before it was recorded) replays `identical` and
+/// forks to the same end; the replay, sending only the recorded steps,
+/// ended `completed` (`diverged at event 3 (mismatch, field status)`).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn an_episode_ended_at_its_event_limit_replays_and_forks_to_that_end() {
+    let dir = temp_dir();
+    let case = dir.path().join("eventlimit.toml");
+    std::fs::write(
+        &case,
+        "world = \"incident@v4\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\n\
+         task = { message = \"look around\" }\n\n[limits]\nmax_events = 3\n",
+    )
+    .unwrap();
+    let store = dir.path().join("store");
+    let (mut server, url) = serve(&store, &case, &[]);
+    let client = "import json, sys\n\
+        from websockets.sync.client import connect\n\
+        with connect(sys.argv[1].replace('http://', 'ws://') + '/ws') as ws:\n\
+        \x20   ws.send(json.dumps({'type': 'reset', 'data': {}}))\n\
+        \x20   ws.recv(timeout=60)\n\
+        \x20   for _ in range(4):\n\
+        \x20       ws.send(json.dumps({'type': 'step', 'data': {'type': 'call_tool', 'tool_name': 'get_alert', 'arguments': {'id': 'ALERT-7'}}}))\n\
+        \x20       said = json.loads(ws.recv(timeout=60))\n\
+        \x20   print(json.dumps(said))\n";
+    let said = run_client(&url, client);
+    let _ = server.kill();
+    let _ = server.wait();
+    let ended = &said["data"]["observation"];
+    assert_eq!(ended["status"], "trapped", "{said}");
+    let run = ended["run_id"].as_str().unwrap();
+    let replay = worldline(&store, ["replay", run, "--json"]);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    worldline(&store, ["verify", run]).expect_code(0);
+    let fork = worldline(&store, ["fork", run, "--at", "2", "--json"]);
+    assert_eq!(fork.json()["run_status"], "trapped", "{fork}");
+}
+
 /// `serve --addr localhost:0 cases/` serves the folder's cases at
 /// 127.0.0.1 (said `invalid socket address syntax` and `cannot read
 /// case: is a folder`); a fork of an episode lists none of a process's
@@ -1001,4 +1043,128 @@ fn a_reset_that_compiles_its_world_blocks_no_one_else() {
         at("health_at") < at("reset_at") && at("state_at") < at("reset_at"),
         "/health and another client were answered while the reset compiled: {got}"
     );
+}
+
+/// Each of `messages` (raw text) sent to the server at `url` in one
+/// connection: the answers, in order.
+fn said_to(url: &str, messages: &[&str]) -> Vec<Value> {
+    let client = format!(
+        "import json, sys\n\
+         from websockets.sync.client import connect\n\
+         said = []\n\
+         with connect(sys.argv[1].replace('http://', 'ws://') + '/ws') as ws:\n\
+         \x20   for m in json.loads({:?}):\n\
+         \x20       ws.send(m)\n\
+         \x20       said.append(json.loads(ws.recv(timeout=60)))\n\
+         print(json.dumps(said))\n",
+        serde_json::to_string(messages).unwrap()
+    );
+    run_client(url, &client).as_array().unwrap().clone()
+}
+
+/// `serve` names its cases as `test` does: two of one file name in
+/// different folders are both served (`incident/look`, `accounts/look`;
+/// the second was refused as "served already"), a reset names either,
+/// and a bare name still names a case it alone has.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn cases_of_one_file_name_are_served_by_the_names_test_gives_them() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    for (folder, name, seed) in [
+        ("incident", "look", 3),
+        ("accounts", "look", 4),
+        ("accounts", "peek", 5),
+    ] {
+        std::fs::create_dir_all(cases.join(folder)).unwrap();
+        std::fs::write(
+            cases.join(folder).join(format!("{name}.toml")),
+            format!(
+                "world = \"incident@v4\"\nseed = {seed}\nclock = 2026-03-01T12:00:00Z\n\
+                 task = {{ message = \"look around\" }}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let store = dir.path().join("store");
+    let (_server, url) = serve(&store, &cases, &[]);
+    let said = said_to(
+        &url,
+        &[
+            r#"{"type": "reset", "data": {"case": "incident/look"}}"#,
+            r#"{"type": "reset", "data": {"case": "accounts/look"}}"#,
+            r#"{"type": "reset", "data": {"case": "peek"}}"#,
+            r#"{"type": "reset", "data": {"case": "look"}}"#,
+        ],
+    );
+    let seed = |i: usize| said[i]["data"]["observation"]["seed"].clone();
+    assert_eq!(seed(0), 3, "{said:?}");
+    assert_eq!(seed(1), 4, "{said:?}");
+    assert_eq!(seed(2), 5, "{said:?}");
+    assert_eq!(said[1]["data"]["observation"]["case"], "accounts/look");
+    assert_eq!(said[3]["data"]["code"], "VALIDATION_ERROR", "{said:?}");
+    let message = said[3]["data"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("accounts/look") && message.contains("incident/look"),
+        "{message}"
+    );
+}
+
+/// A reset's `fork_of` naming no run of the store is told what to name
+/// (it was told to "pass a bundle's path", which serve refuses), and an
+/// empty one is told it is empty (it was told it was "not a path").
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_fork_of_naming_no_run_is_told_what_to_name() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (_server, url) = serve(&store, &scenario(), &[]);
+    let said = said_to(
+        &url,
+        &[
+            r#"{"type": "reset", "data": {"fork_of": {"run": "20990101-000000-deadbeef", "at": 2}}}"#,
+            r#"{"type": "reset", "data": {"fork_of": {"run": "", "at": 2}}}"#,
+        ],
+    );
+    let message = |i: usize| said[i]["data"]["message"].as_str().unwrap().to_string();
+    assert_eq!(said[0]["data"]["code"], "VALIDATION_ERROR", "{said:?}");
+    assert!(
+        message(0).contains("no run `20990101-000000-deadbeef`"),
+        "{said:?}"
+    );
+    assert!(!message(0).contains("path"), "{said:?}");
+    assert!(message(0).contains("run_id"), "{said:?}");
+    assert_eq!(said[1]["data"]["code"], "VALIDATION_ERROR", "{said:?}");
+    assert!(message(1).contains("empty"), "{said:?}");
+    assert!(!message(1).contains("path"), "{said:?}");
+}
+
+/// A message that is JSON but no object (an array, a number) is told a
+/// message is a JSON object, and an object without `type` to name one
+/// (each was told `unknown message type ```).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_message_that_is_no_object_is_told_it_must_be_one() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (_server, url) = serve(&store, &scenario(), &[]);
+    let said = said_to(&url, &["[1,2]", "7", "{}"]);
+    for s in &said[..2] {
+        assert_eq!(s["data"]["code"], "VALIDATION_ERROR", "{said:?}");
+        let message = s["data"]["message"].as_str().unwrap();
+        assert!(message.contains("a JSON object"), "{said:?}");
+        assert!(!message.contains("unknown message type"), "{said:?}");
+    }
+    // An object without `type` is told to name one.
+    let message = said[2]["data"]["message"].as_str().unwrap();
+    assert!(message.contains("names its `type`"), "{said:?}");
 }

@@ -17,10 +17,15 @@
 //!   sees) has the result the next model request carries;
 //! - each turn of the simulated user a `user` step;
 //! - the verdict, reward and checks in the document's `extra`.
+//!
+//! A redacted copy withholds every model call's token ids and
+//! log-probabilities (decision 0428): its agent steps have none, and
+//! say `tokens_withheld: true` in their `extra`.
 
 use serde_json::{Map, Value, json};
 use worldline_log::log::bundle::HeldBundle;
 use worldline_log::log::{Call, Event, Held, asked, delivery};
+use worldline_log::redact::withheld;
 use worldline_protocol::openai_responses::text_of;
 
 /// The ATIF version this writes.
@@ -199,6 +204,11 @@ impl Steps {
         }
         if let Some(err) = &response.error {
             step["extra"]["error"] = serde_json::to_value(err).unwrap_or(Value::Null);
+        }
+        // A redacted copy's call whose ids and log-probabilities were
+        // withheld (decision 0428) says so.
+        if tokens_withheld(e) {
+            step["extra"][withheld::FIELD] = true.into();
         }
         let calls: Vec<Value> = message["tool_calls"]
             .as_array()
@@ -439,10 +449,16 @@ fn short(sha: &str) -> &str {
 }
 
 /// A note for a run whose model steps carry no token ids: a trainer that
-/// needs them learns it from the document.
+/// needs them learns it from the document (and that a redacted copy
+/// withheld them, not the endpoint).
 fn token_notes(doc: &Value) -> Option<&'static str> {
     let steps = doc["steps"].as_array()?;
     let models: Vec<&Value> = steps.iter().filter(|s| s["llm_call_count"] == 1).collect();
+    if models.iter().any(|s| s["extra"][withheld::FIELD] == true) {
+        return Some(
+            "a redacted copy: the token ids and log-probabilities of its model calls were withheld (they decode back to the text the redaction hid); export the run itself for them",
+        );
+    }
     let without = models
         .iter()
         .filter(|s| s["metrics"].get("completion_token_ids").is_none())
@@ -450,4 +466,10 @@ fn token_notes(doc: &Value) -> Option<&'static str> {
     (without > 0).then_some(
         "the model endpoint returned no token ids for some model calls: their steps carry messages only",
     )
+}
+
+/// Whether model call `e`'s token ids and log-probabilities were withheld
+/// from a redacted copy (decision 0428).
+pub(crate) fn tokens_withheld(e: &Event) -> bool {
+    e.response["model_call"][withheld::FIELD] == true
 }

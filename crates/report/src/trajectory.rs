@@ -17,7 +17,8 @@
 //!
 //! Where the endpoint returned token ids (`[model] token_ids`, decision
 //! 0350), `tokens` lists each model call's prompt and completion ids,
-//! log-probabilities and tokenizer, whole, in call order.
+//! log-probabilities and tokenizer, whole, in call order; a redacted
+//! copy withholds them (decision 0428) and says `tokens_withheld: true`.
 //!
 //! A run that is a member of a group (`test --group`, `fork --samples`)
 //! has `group`: its id, member index and size, and over the group's
@@ -70,6 +71,11 @@ pub struct Trajectory {
     /// back without ids (left out when none did): `tokens` skips them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tokens_missing: Vec<u64>,
+    /// A redacted copy whose model calls' token ids and log-probabilities
+    /// were withheld (decision 0428): `true`, `tokens` left out (left out
+    /// otherwise).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tokens_withheld: bool,
     /// `passed` / `failed`, or none when the case has no `[expect]`.
     pub verdict: Option<&'static str>,
     pub world: String,
@@ -101,6 +107,7 @@ impl Trajectory {
             task,
             tokens: tokens(b.events.as_held(), &gone),
             tokens_missing: tokens_missing(b.events.as_held(), &gone),
+            tokens_withheld: (b.events.as_held().iter()).any(crate::atif::tokens_withheld),
             verdict,
             world: b.header.world.clone(),
         }

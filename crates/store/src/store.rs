@@ -1031,6 +1031,17 @@ impl StoreDir {
     }
 
     /// [`resolve_run_id`](Self::resolve_run_id), `more` said after where
+    /// to list the runs when there is none (`serve`'s `fork_of.run` says
+    /// where a client finds a run id).
+    pub fn resolve_run_id_saying(
+        &self,
+        id: &str,
+        more: &str,
+    ) -> Result<PathBuf, worldline_case::error::InputError> {
+        self.find_run_id(id, more)
+    }
+
+    /// [`resolve_run_id`](Self::resolve_run_id), `more` said after where
     /// to list the runs when there is none.
     fn find_run_id(
         &self,

@@ -106,20 +106,17 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
         )
         .into());
     }
+    // Each case by the name `test` gives it (`incident/close-denied`),
+    // which a reset names (two of one file name were refused).
+    let paths = discover::expand(&args.cases)?;
+    let names = worldline_engine::suite::pick::distinct_names(paths.iter().map(|p| p.as_path()));
     let mut cases = Vec::new();
-    for path in &discover::expand(&args.cases)? {
+    for (path, name) in paths.iter().zip(names) {
         let c = case::load(path, args.worlds.as_deref())?;
         if let Some(why) = unservable(&c) {
             return Err(InputError::new(path, why).into());
         }
-        if cases.iter().any(|o: &case::Case| o.name == c.name) {
-            return Err(InputError::new(
-                path,
-                format!("a case named `{}` is served already; a reset names cases by name, so give each its own", c.name),
-            )
-            .into());
-        }
-        cases.push(c);
+        cases.push((name, c));
     }
     // The server lives as long as the process: its store and sandbox are
     // shared by every session's thread.
@@ -128,7 +125,7 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
         Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice()),
     ));
     let json = args.common.json;
-    let names: Vec<String> = cases.iter().map(|c| c.name.clone()).collect();
+    let names: Vec<String> = cases.iter().map(|(n, _)| n.clone()).collect();
     let served = Served {
         sandbox,
         store,
@@ -138,7 +135,11 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
         fork: Box::new(move |run, at| {
             // Only the events before the fork point are sent again, held
             // compact as they are read (decision 0380).
-            let path = store.resolve_run(run)?;
+            // A client names a run by its id, never a bundle's path.
+            let path = store.resolve_run_id_saying(
+                run,
+                "; a served episode's last observation gives its `run_id`",
+            )?;
             let rec =
                 worldline_engine::replay::open_prefix_held(store, path, at.saturating_add(1))?;
             worldline_engine::fork::served(store, rec, at)

@@ -45,8 +45,9 @@ pub const MAX_MESSAGE: usize = 1 << 20;
 pub struct Served {
     pub sandbox: &'static Sandbox,
     pub store: &'static StoreDir,
-    /// The cases a `reset` may name, by name.
-    pub cases: Vec<Case>,
+    /// The cases a `reset` may name, each with the name `test` gives it
+    /// (`incident/close-denied`: [`distinct_names`](crate::suite::pick::distinct_names)).
+    pub cases: Vec<(String, Case)>,
     /// Sessions (WebSocket connections) at once; more are refused with
     /// OpenEnv's `CAPACITY_REACHED`.
     pub max_sessions: usize,
@@ -61,8 +62,35 @@ pub struct Served {
 impl Served {
     /// The served cases' names, for a refusal to list.
     fn names(&self) -> String {
-        let names: Vec<&str> = self.cases.iter().map(|c| c.name.as_str()).collect();
+        let names: Vec<&str> = self.cases.iter().map(|(n, _)| n.as_str()).collect();
         names.join(", ")
+    }
+
+    /// The served case a reset names: by its served name, or by its file
+    /// name when that names one case alone (`close-denied` for
+    /// `incident/close-denied`); why not, when it names none or several.
+    fn named(&self, name: &str) -> Result<&(String, Case), String> {
+        if let Some(c) = self.cases.iter().find(|(n, _)| n == name) {
+            return Ok(c);
+        }
+        let bare: Vec<&(String, Case)> = (self.cases.iter())
+            .filter(|(_, c)| c.name == name)
+            .collect();
+        match bare[..] {
+            [one] => Ok(one),
+            [] => Err(format!(
+                "reset names no served case: pass `case`, one of {}",
+                self.names()
+            )),
+            _ => Err(format!(
+                "`{name}` names {} served cases: pass one of {}",
+                bare.len(),
+                bare.iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
     }
 }
 
@@ -297,6 +325,15 @@ const EARLY: usize = 16;
 async fn answer(served: &Served, session: &mut Option<Session>, raw: &str) -> Option<Value> {
     let m = match serde_json::from_str::<Value>(raw) {
         Err(e) => return Some(error("INVALID_JSON", &format!("Invalid JSON: {e}"))),
+        Ok(m) if !m.is_object() => {
+            return Some(error(
+                "VALIDATION_ERROR",
+                &format!(
+                    "a message is a JSON object, {{\"type\": \"reset\"|\"step\"|\"state\"|\"close\", \"data\": ...}}, not {}",
+                    kind_of(&m)
+                ),
+            ));
+        }
         Ok(m) => m,
     };
     let kind = match &m["type"] {
@@ -317,11 +354,27 @@ async fn answer(served: &Served, session: &mut Option<Session>, raw: &str) -> Op
             }}),
         },
         "close" => return None,
+        "" => error(
+            "UNKNOWN_TYPE",
+            "a message names its `type`: send reset, step, state or close",
+        ),
         other => error(
             "UNKNOWN_TYPE",
             &format!("unknown message type `{other}`: send reset, step, state or close"),
         ),
     })
+}
+
+/// What a JSON value is, in a word or two (`an array`).
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// Once SIGINT or SIGTERM has come (polled by one task, which tells
@@ -398,19 +451,17 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
     if let Some(fork_of) = data.get("fork_of") {
         return reset_fork(served, session, fork_of, data).await;
     }
-    let case = match data["case"].as_str() {
-        Some(name) => served.cases.iter().find(|c| c.name == name),
-        None if served.cases.len() == 1 => served.cases.first(),
-        None => None,
+    let named = match data["case"].as_str() {
+        Some(name) => served.named(name),
+        None if served.cases.len() == 1 => Ok(&served.cases[0]),
+        None => Err(format!(
+            "reset names no served case: pass `case`, one of {}",
+            served.names()
+        )),
     };
-    let Some(case) = case else {
-        return error(
-            "VALIDATION_ERROR",
-            &format!(
-                "reset names no served case: pass `case`, one of {}",
-                served.names()
-            ),
-        );
+    let (name, case) = match named {
+        Ok(c) => c,
+        Err(why) => return error("VALIDATION_ERROR", &why),
     };
     let mut case = case.clone();
     match &data["seed"] {
@@ -450,14 +501,19 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
     end_open(session).await;
     match Session::begin(served, case, agent, opts, data["episode_id"].as_str()).await {
         Err(e) => error("FACTORY_ERROR", &format!("{e:#}")),
-        Ok(mut s) => match s.list_tools().await {
-            Err(why) => s.refused(why).await,
-            Ok(tools) => {
-                let first = json!({"case": s.case, "seed": s.seed, "task": s.task, "tools": tools});
-                *session = Some(s);
-                observation(first, None, false)
+        Ok(mut s) => {
+            // The case as the reset named it, as `test` names it.
+            s.case.clone_from(name);
+            match s.list_tools().await {
+                Err(why) => s.refused(why).await,
+                Ok(tools) => {
+                    let first =
+                        json!({"case": s.case, "seed": s.seed, "task": s.task, "tools": tools});
+                    *session = Some(s);
+                    observation(first, None, false)
+                }
             }
-        },
+        }
     }
 }
 
@@ -495,6 +551,12 @@ async fn reset_fork(
     let (Some(run), Some(at)) = (fork_of["run"].as_str(), fork_of["at"].as_u64()) else {
         return error("VALIDATION_ERROR", shape);
     };
+    if run.is_empty() {
+        return error(
+            "VALIDATION_ERROR",
+            "fork_of.run is empty: name a served episode's run id (its last observation's `run_id`, or a unique prefix of it)",
+        );
+    }
     // A run of the store by its id, never a path: a client names no file.
     if !worldline_store::store::is_run_id(run) {
         return error(
@@ -519,7 +581,8 @@ async fn reset_fork(
     // that one, and it is one this server serves (a reset naming another,
     // or a server serving another, ran the recorded case without a word).
     let recorded = prefix.case.name.as_str();
-    if let Some(named) = data["case"].as_str().filter(|n| *n != recorded) {
+    let of_recorded = |n: &str| served.named(n).is_ok_and(|(_, c)| c.name == recorded);
+    if let Some(named) = data["case"].as_str().filter(|n| !of_recorded(n)) {
         return error(
             "VALIDATION_ERROR",
             &format!(
@@ -527,7 +590,7 @@ async fn reset_fork(
             ),
         );
     }
-    if !served.cases.iter().any(|c| c.name == recorded) {
+    if !served.cases.iter().any(|(_, c)| c.name == recorded) {
         return error(
             "VALIDATION_ERROR",
             &format!(

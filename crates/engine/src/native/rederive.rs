@@ -117,12 +117,13 @@ pub(crate) fn rerun(
         let mediator = s.spawn(|| session::mediate(sandbox, case, header, opts, receiver));
         let mut sent = 0;
         let mut stopped = false;
-        let mut last_call = None;
+        let (mut last_call, mut last_sent) = (None, None);
         for event in events {
             let Some(message) = message_of(event, sent + 1, rules) else {
                 continue;
             };
             sent += 1;
+            last_sent = Some(event);
             if Kind::of(&event.call) == Some(Kind::ToolsCall) {
                 last_call = Some(event);
             }
@@ -131,14 +132,21 @@ pub(crate) fn rerun(
                 break;
             }
         }
-        // The step `[limits] max_steps` refused was not recorded (it was
-        // refused before it was served): the client sent it after the
-        // last event, so it is sent again (a tool call as the last was),
-        // and the run ends at the limit as it did, not `completed`.
-        if !stopped
-            && ended == Some(Status::StepLimit)
-            && let Some(message) = last_call.and_then(|e| message_of(e, sent + 1, rules))
-        {
+        // The message a limit refused was not recorded (it was refused
+        // before it was served): the client sent it after the last event,
+        // so it is sent again, and the run ends at the limit as it did,
+        // not `completed`. A step `[limits] max_steps` refused is sent as
+        // a tool call, as the last was; the message past `max_events`
+        // (`trapped` with the events full) as any message the mediator
+        // answers, which it refuses before reading it.
+        let refused = match ended {
+            Some(Status::StepLimit) => last_call,
+            Some(Status::Trapped) if events.len() as u64 >= case.limits.max_events => {
+                last_call.or(last_sent)
+            }
+            _ => None,
+        };
+        if !stopped && let Some(message) = refused.and_then(|e| message_of(e, sent + 1, rules)) {
             handle.call_blocking(job(message));
         }
         handle.end(Exit::disconnected());

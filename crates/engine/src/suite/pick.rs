@@ -174,7 +174,7 @@ pub fn pick<T: Send>(
 /// folder were both `x`: reports, JUnit and a CI dashboard told them
 /// apart by nothing) as many of their last path parts as tell them apart:
 /// `a/x` and `b/x`.
-fn distinct_names<'p>(paths: impl Iterator<Item = &'p Path>) -> Vec<String> {
+pub fn distinct_names<'p>(paths: impl Iterator<Item = &'p Path>) -> Vec<String> {
     let paths: Vec<&Path> = paths.collect();
     let mut names: Vec<String> = (paths.iter())
         .map(|p| worldline_case::case::discover::display_name(p))

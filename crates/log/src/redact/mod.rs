@@ -24,6 +24,7 @@
 pub mod copy;
 pub(crate) mod detect;
 pub mod forms;
+pub mod withheld;
 
 use crate::log::bundle::{Edit, Header, HeldBundle};
 use crate::log::{Event, Footer};
@@ -752,6 +753,9 @@ impl Redactor {
     /// What [`event`](Self::event) hides after the request: the response,
     /// what was injected, and the writes.
     fn after_request(&mut self, e: &mut Event) {
+        if crate::log::Kind::of(&e.call) == Some(crate::log::Kind::ModelComplete) {
+            withheld::model_call(&mut e.response);
+        }
         self.value("response", &mut e.response);
         if let Some(i) = e.injected.as_mut() {
             self.strings(i);
@@ -1153,6 +1157,17 @@ impl Redactor {
     /// an event's, then what [`json`](Self::json) hides (the UI's replay
     /// showed a `request.args.text` that `show` hid).
     pub fn divergence(&mut self, field: Option<&str>, v: &mut Value) {
+        // A model call's token ids and log-probabilities are withheld
+        // (decision 0428), as from its event.
+        match field {
+            Some("response") if v.get("model_call").is_some() => withheld::model_call(v),
+            None if v["call"] == crate::log::Kind::ModelComplete.name() => {
+                if let Some(r) = v.get_mut("response") {
+                    withheld::model_call(r);
+                }
+            }
+            _ => {}
+        }
         match field {
             Some(root @ ("request" | "response" | "writes" | "output")) => self.paths(root, v),
             Some(_) => {}

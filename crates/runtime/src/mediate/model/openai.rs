@@ -174,7 +174,7 @@ impl Endpoint {
             };
         }
         if rendered.get("model").is_none() {
-            let message = "no model named: set `model` in the agent's request or the case's [model] model (or --model model=NAME)".to_string();
+            let message = "no model named: set `model` in the agent's request or the case's [model] model (or --model-set model=NAME)".to_string();
             return Outcome {
                 answer: Err((ErrorKind::Failed, message)),
                 record,
