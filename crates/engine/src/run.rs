@@ -596,7 +596,7 @@ pub(crate) fn execute(
     let mut store = new_store(sandbox, case, med)?;
     let result = match agent.pre.instantiate(&mut store) {
         Ok(bindings) => bindings.call_run(&mut store, case.task.text()),
-        Err(e) if worldline_runtime::sandbox::host_failure(&e) => {
+        Err(e) if worldline_runtime::mediate::host_failure(&e) => {
             return Err(Stop::Host(format!("make the agent's instance: {e:#}")).into());
         }
         Err(e) => Err(e),
@@ -605,7 +605,7 @@ pub(crate) fn execute(
     let ended = match result {
         Ok(Ok(out)) => (Status::Completed, Some(out), None, Vec::new()),
         Ok(Err(msg)) => (Status::Errored, None, Some(msg), Vec::new()),
-        // The machine's failure is no outcome of the run (`machine.rs`).
+        // The machine's failure is no outcome of the run (`mediate/machine.rs`).
         Err(ref err) if let Some(Stop::Host(why)) = err.downcast_ref::<Stop>() => {
             return Err(Stop::Host(why.clone()).into());
         }

@@ -17,12 +17,14 @@ pub mod conversation;
 pub mod entropy;
 pub mod faults;
 pub mod follow;
+mod machine;
 pub mod model;
 pub mod service;
 pub mod services;
 pub mod stdio;
 pub(crate) mod wasi;
 
+pub use machine::host_failure;
 use serde_json::{Value, json};
 pub use services::HostServices;
 use std::sync::Arc;
@@ -76,7 +78,7 @@ pub enum Stop {
     MemoryLimit { asked: usize, limit: usize },
     #[error("could not append to the bundle: {0}")]
     Bundle(String),
-    /// The machine could not give what a run needs (`sandbox::host_failure`):
+    /// The machine could not give what a run needs ([`host_failure`]):
     /// what it could not do, and why.
     #[error(
         "the machine could not {0}: a limit of this process (`ulimit -v`) or of the memory free, not the agent's or the world's doing, so it is not recorded"

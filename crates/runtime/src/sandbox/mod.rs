@@ -21,11 +21,9 @@
 mod cache;
 mod functions;
 pub(crate) mod imports;
-mod machine;
 mod pool;
 mod service;
 
-pub use machine::host_failure;
 pub use service::unfit as unfit_service;
 
 use crate::mediate::RunState;
@@ -187,7 +185,7 @@ impl Sandbox {
                 .enable_incremental_compilation(Arc::new(FunctionCache::new(cache.dir())))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
         }
-        let engine = Engine::new(&config).map_err(|e| match pooled && host_failure(&e) {
+        let engine = Engine::new(&config).map_err(|e| match pooled && crate::mediate::host_failure(&e) {
             // The pool reserves its slots' address space up front.
             true => anyhow::anyhow!(
                 "creating the wasm engine: {e:#}: the pool of instances for this command's runs reserves their address space at once, which this process's limit (`ulimit -v`) or the memory free does not allow; raise the limit, use fewer `--jobs`, or set WORLDLINE_INSTANCE_POOL=0 to make each run's instances as it needs them"

@@ -68,7 +68,7 @@ pub struct Runtime {
     /// once the call is recorded, as a run whose agent it stops does.
     pub(crate) watchdog_struck: bool,
     /// The machine could not make the instance the last call needed
-    /// (`sandbox::host_failure`): the call is not answered, and the run
+    /// (`mediate::host_failure`): the call is not answered, and the run
     /// ends as the host's failure, not the service's.
     pub(crate) host_failed: Option<String>,
 }
@@ -178,7 +178,7 @@ impl Runtime {
         let frame = Frame::new(std::mem::take(state), as_of.clone(), rules);
         let args_json = worldline_case::canon::to_string(args);
         let (outcome, fuel, frame, stderr) = match self.live(frame, run_mono) {
-            Err((err, _)) if crate::sandbox::host_failure(&err) => {
+            Err((err, _)) if crate::mediate::host_failure(&err) => {
                 self.host_failed = Some(format!(
                     "make an instance of the world's service {} for `{tool}`: {err:#}",
                     self.service.component
