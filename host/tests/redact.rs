@@ -1033,6 +1033,22 @@ fn bundle_events(store: &Path, id: &str) -> Vec<Value> {
         .collect()
 }
 
+/// `run` of `case` (on the demo world) by the caller agent into `store`.
+fn run_on_demo(store: &Path, case: &Path) -> common::CliOutput {
+    worldline(
+        store,
+        [
+            "run",
+            s(case),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&common::worlds_dir()),
+            "--json",
+        ],
+    )
+}
+
 /// `otel` learns the whole run before it shows a span, as `history` does:
 /// a value a path hides in a later event is hidden in the spans before
 /// it, and a value a `state` path hides in the world is hidden in the
@@ -1052,18 +1068,7 @@ fn otel_hides_what_history_hides_learning_the_whole_run_first() {
              {{ tool = \"add_note\", args = {{ ticket = \"T-2\", text = \"second\", author = \"{secret}\" }} }}] }}\n"
         ),
     );
-    let out = worldline(
-        &store,
-        [
-            "run",
-            s(&case),
-            "--agent",
-            s(&guest("caller-agent")),
-            "--worlds",
-            s(&common::worlds_dir()),
-            "--json",
-        ],
-    );
+    let out = run_on_demo(&store, &case);
     out.expect_code(0);
     let run = out.json()["run_id"].as_str().unwrap().to_string();
     let policy = dir.path().join("redact.toml");
@@ -1122,18 +1127,7 @@ fn a_signature_hides_a_key_a_path_hides_in_its_run() {
          task = { calls = [{ tool = \"get_ticket\", args = { id = \"T-777\" } }] }\n\
          [[expect.state]]\ntable = \"tickets\"\nkey = \"T-777\"\nfield = \"status\"\nequals = \"never\"\n",
     );
-    let out = worldline(
-        &store,
-        [
-            "run",
-            s(&case),
-            "--agent",
-            s(&guest("caller-agent")),
-            "--worlds",
-            s(&common::worlds_dir()),
-            "--json",
-        ],
-    );
+    let out = run_on_demo(&store, &case);
     out.expect_code(1);
     let run = out.json()["run_id"].as_str().unwrap().to_string();
     let plain = worldline(&store, ["runs", "--json"]);
