@@ -179,7 +179,14 @@ impl HostServices {
     pub fn call_unrecorded(&mut self, tool: &Tool, args: &Value) -> Result<(), ToolFailure> {
         self.clock.tick();
         let as_of = self.as_of_now();
-        let (_, writes) = run_tool(self, tool, args, &as_of).result?;
+        let ran = run_tool(self, tool, args, &as_of).result;
+        // A service the machine could not instantiate fails the gold call
+        // saying so (`Stop::Host`'s words); its mark is cleared, or the
+        // next recorded call would stop the run for it.
+        if let Some(service) = self.service.as_mut() {
+            service.host_failed = None;
+        }
+        let (_, writes) = ran?;
         writes.iter().for_each(|w| self.world.state.apply(w));
         Ok(())
     }

@@ -179,18 +179,19 @@ impl Runtime {
         let args_json = worldline_case::canon::to_string(args);
         let (outcome, fuel, frame, stderr) = match self.live(frame, run_mono) {
             Err((err, _)) if crate::mediate::host_failure(&err) => {
-                self.host_failed = Some(format!(
+                let why = format!(
                     "make an instance of the world's service {} for `{tool}`: {err:#}",
                     self.service.component
-                ));
+                );
+                // What a caller that does not stop the run (a gold call)
+                // says of it.
+                let said = super::Stop::Host(why.clone()).to_string();
+                self.host_failed = Some(why);
                 let (frame, _) = (self.idle.as_mut())
                     .expect("the service's store data is back")
                     .end_call();
                 *state = frame.restore();
-                return (
-                    Err(ToolFailure::new(ErrorKind::Failed, String::new())),
-                    Value::Null,
-                );
+                return (Err(ToolFailure::new(ErrorKind::Failed, said)), Value::Null);
             }
             Err((err, fuel)) => {
                 let (frame, stderr) = self
