@@ -164,7 +164,7 @@ impl fmt::Display for Segment {
 }
 
 /// What `v` is, as an error says it ("a number", "an object").
-pub(crate) fn kind_of(v: &Value) -> &'static str {
+pub fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -24,6 +24,7 @@ use crate::replay::RecordedRun;
 use serde_json::Value;
 use worldline_case::error::InputError;
 use worldline_case::error_kind::ErrorKind;
+use worldline_case::path::kind_of;
 use worldline_case::world::{FILE_PERMISSIONS, glob_match};
 use worldline_log::log::Kind;
 use worldline_log::log::bundle::Edit;
@@ -332,18 +333,6 @@ fn tool_exists(
     ))
 }
 
-/// The JSON type of a value, as a word.
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Whether `new` can stand for the recorded response `old` of `call`.
 fn fits(call: &str, old: &Value, new: &Value) -> Result<(), String> {
     match Kind::of(call) {
@@ -390,7 +379,7 @@ fn fits(call: &str, old: &Value, new: &Value) -> Result<(), String> {
         let Value::Object(m) = new else {
             return Err(format!(
                 "its response is {{\"ok\": ...}} or {{\"error\": {{\"kind\", \"message\"}}}}, not {}",
-                kind(new)
+                kind_of(new)
             ));
         };
         if m.len() != 1 || !(m.contains_key("ok") || m.contains_key("error")) {
@@ -417,10 +406,10 @@ fn fits(call: &str, old: &Value, new: &Value) -> Result<(), String> {
             return Ok(());
         }
         return match old.get("ok") {
-            Some(was) if kind(was) != kind(&new["ok"]) => Err(format!(
+            Some(was) if kind_of(was) != kind_of(&new["ok"]) => Err(format!(
                 "the recorded `ok` value is {}, the new one is {}",
-                kind(was),
-                kind(&new["ok"])
+                kind_of(was),
+                kind_of(&new["ok"])
             )),
             // A model call's answer is a chat completion: one without a
             // message reached the agent as an empty answer, or trapped
@@ -516,11 +505,11 @@ fn same_shape(old: &Value, new: &Value, at: &str) -> Result<(), String> {
         (Value::Number(a), Value::Number(b)) if a.is_i64() && !(b.is_i64() || b.is_u64()) => {
             Err(format!("{here} is {b}, the recorded one a whole number"))
         }
-        _ if kind(old) == kind(new) => Ok(()),
+        _ if kind_of(old) == kind_of(new) => Ok(()),
         _ => Err(format!(
             "{here} is {}, the recorded one {}",
-            kind(new),
-            kind(old)
+            kind_of(new),
+            kind_of(old)
         )),
     }
 }
@@ -560,7 +549,10 @@ fn patch_fits(
     match field {
         None => {
             let Value::Object(m) = value else {
-                return Err(err(format!("a row is a JSON object, not {}", kind(value))));
+                return Err(err(format!(
+                    "a row is a JSON object, not {}",
+                    kind_of(value)
+                )));
             };
             match m.get(&t.key) {
                 Some(k) if k.as_str().map_or_else(|| k.to_string(), str::to_string) != key => {

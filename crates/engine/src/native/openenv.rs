@@ -330,7 +330,7 @@ async fn answer(served: &Served, session: &mut Option<Session>, raw: &str) -> Op
                 "VALIDATION_ERROR",
                 &format!(
                     "a message is a JSON object, {{\"type\": \"reset\"|\"step\"|\"state\"|\"close\", \"data\": ...}}, not {}",
-                    kind_of(&m)
+                    worldline_case::path::kind_of(&m)
                 ),
             ));
         }
@@ -363,18 +363,6 @@ async fn answer(served: &Served, session: &mut Option<Session>, raw: &str) -> Op
             &format!("unknown message type `{other}`: send reset, step, state or close"),
         ),
     })
-}
-
-/// What a JSON value is, in a word or two (`an array`).
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Once SIGINT or SIGTERM has come (polled by one task, which tells
