@@ -669,12 +669,25 @@ impl StoreDir {
         }
     }
 
-    /// Teach `r` what run `id` hides, showing nothing: its world's `state`
-    /// paths, its header, events and footer, as `history` of it learns
-    /// them, so a line that quotes the run (a listing's failure
-    /// signature) hides what its views hide. `worlds`: the worlds taught
-    /// already, each read once. `false` when the run cannot be read (then
-    /// nothing is taught).
+    /// Teach `r` what the run `b` hides, showing nothing: its world's
+    /// `state` paths, its header, events and footer, as `history` of it
+    /// learns them, so a view of whole runs (`otel`) or a line that quotes
+    /// the run (a listing's failure signature) hides what its views hide.
+    /// `worlds`: the worlds taught already, each read once.
+    pub fn learn_bundle(
+        &self,
+        r: &mut worldline_log::redact::Redactor,
+        b: &mut worldline_log::log::bundle::HeldBundle,
+        worlds: &mut std::collections::BTreeSet<String>,
+    ) {
+        if worlds.insert(b.header.world_hash.clone()) {
+            self.learn_world(r, &b.header.world_hash);
+        }
+        r.whole(&b.header, &mut b.events, b.footer.as_ref());
+    }
+
+    /// [`learn_bundle`](Self::learn_bundle) of run `id`; `false` when the
+    /// run cannot be read (then nothing is taught).
     pub fn learn_run(
         &self,
         r: &mut worldline_log::redact::Redactor,
@@ -687,10 +700,7 @@ impl StoreDir {
         let Ok(mut b) = worldline_log::log::bundle::read_held(&path) else {
             return false;
         };
-        if worlds.insert(b.header.world_hash.clone()) {
-            self.learn_world(r, &b.header.world_hash);
-        }
-        r.whole(&b.header, &mut b.events, b.footer.as_ref());
+        self.learn_bundle(r, &mut b, worlds);
         true
     }
 

@@ -81,13 +81,9 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
     // `state` path names) hides is hidden in the spans before it, in a
     // user's turn and in the root span's status too.
     if let Some(r) = redactor.as_mut() {
+        let mut worlds = std::collections::BTreeSet::new();
         for v in &mut views {
-            store.learn_world(r, &v.bundle.header.world_hash);
-            r.whole(
-                &v.bundle.header,
-                &mut v.bundle.events,
-                v.bundle.footer.as_ref(),
-            );
+            store.learn_bundle(r, &mut v.bundle, &mut worlds);
         }
     }
     let opts = Options {
