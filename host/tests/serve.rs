@@ -1168,3 +1168,128 @@ fn a_message_that_is_no_object_is_told_it_must_be_one() {
     let message = said[2]["data"]["message"].as_str().unwrap();
     assert!(message.contains("names its `type`"), "{said:?}");
 }
+
+/// An episode its client left without `end` says so, and why (decision
+/// 0429): another `reset`, a `close`, its connection closed or gone idle,
+/// the server stopping. Its footer's `truncated` holds why, `history`
+/// (text and `--json`), `export --format trajectories` and `--format
+/// atif` say it, a replay is `identical` and a fork keeps it; an episode
+/// ended by `end` has none. Each was recorded as one the client ended: a
+/// trainer read a cut episode's grade as where its agent meant to stop.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn an_episode_its_client_left_says_why_and_one_it_ended_does_not() {
+    let store = temp_dir();
+    let (mut server, url) = serve(store.path(), &scenario(), &["--idle-timeout", "2"]);
+    let client = "import json, sys, time\n\
+        from websockets.exceptions import ConnectionClosed\n\
+        from websockets.sync.client import connect\n\
+        url = sys.argv[1].replace('http://', 'ws://') + '/ws'\n\
+        def send(ws, m):\n\
+        \x20   ws.send(json.dumps(m))\n\
+        \x20   return json.loads(ws.recv(timeout=60))\n\
+        reset = {'type': 'reset', 'data': {}}\n\
+        step = {'type': 'step', 'data': {'type': 'call_tool', 'tool_name': 'get_alert', 'arguments': {'id': 'ALERT-7'}}}\n\
+        with connect(url) as ws:\n\
+        \x20   send(ws, reset); send(ws, step)\n\
+        \x20   ended = send(ws, {'type': 'step', 'data': {'type': 'end'}})['data']['observation']\n\
+        \x20   send(ws, reset); send(ws, step)\n\
+        \x20   send(ws, reset); send(ws, step)\n\
+        \x20   ws.send(json.dumps({'type': 'close'}))\n\
+        \x20   try:\n\
+        \x20       ws.recv(timeout=60)\n\
+        \x20   except ConnectionClosed:\n\
+        \x20       pass\n\
+        with connect(url) as ws:\n\
+        \x20   send(ws, reset); send(ws, step)\n\
+        with connect(url) as ws:\n\
+        \x20   send(ws, reset); send(ws, step)\n\
+        \x20   try:\n\
+        \x20       ws.recv(timeout=60)\n\
+        \x20   except ConnectionClosed:\n\
+        \x20       pass\n\
+        print(json.dumps(ended))\n";
+    let ended = run_client(&url, client);
+    assert!(ended["truncated"].is_null(), "{ended}");
+    let ended_run = ended["run_id"].as_str().unwrap().to_string();
+    // Stopped with an episode open, the server ends it.
+    let mut held = Command::new(openenv_python())
+        .arg(tests_dir().join("openenv/held.py"))
+        .arg(&url)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the held client runs");
+    let mut lines = BufReader::new(held.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "begun");
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    assert!(server.wait().unwrap().success());
+    assert!(held.wait().unwrap().success());
+
+    let mut why_of = std::collections::BTreeMap::new();
+    for bundle in files_with_suffix(&store.path().join("runs"), ".jsonl") {
+        let b = read_bundle(&bundle);
+        let footer = b.footer.expect("every episode is ended");
+        let run = bundle.file_stem().unwrap().to_str().unwrap().to_string();
+        why_of.insert(run, footer["truncated"].as_str().map(str::to_string));
+    }
+    assert_eq!(why_of.get(&ended_run), Some(&None), "{why_of:?}");
+    let mut left: Vec<&str> = why_of.values().flatten().map(String::as_str).collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "its client began another episode (`reset`) before `end`",
+            "its client sent `close`",
+            "its client's connection closed",
+            "the connection was closed: idle for 2 s (worldline serve --idle-timeout)",
+            "the connection was closed: the server is stopping",
+        ],
+        "{why_of:?}"
+    );
+    for (run, why) in &why_of {
+        let history = worldline(store.path(), ["history", run.as_str(), "--json"]);
+        assert_eq!(
+            history.json()["truncated"].as_str(),
+            why.as_deref(),
+            "{history}"
+        );
+        let text = worldline(store.path(), ["history", run.as_str()]);
+        let said = why
+            .as_ref()
+            .map(|w| format!("an episode its client left without `end`: {w}"));
+        assert_eq!(
+            said.as_ref()
+                .is_some_and(|s| text.stdout.contains(s.as_str())),
+            why.is_some(),
+            "{text}"
+        );
+        let dir = temp_dir();
+        for format in ["trajectories", "atif"] {
+            let file = dir.path().join(format!("{format}.jsonl"));
+            let out = wl(
+                store.path(),
+                &[&"export", run, &"--format", &format, &"-o", &file],
+            );
+            out.expect_code(0);
+            let doc: Value =
+                serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+            let got = match format {
+                "atif" => &doc["extra"]["truncated"],
+                _ => &doc["truncated"],
+            };
+            assert_eq!(got.as_str(), why.as_deref(), "{format}: {doc}");
+        }
+        let replay = worldline(store.path(), ["replay", run.as_str(), "--json"]);
+        assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    }
+    // A fork of a cut episode is its client's messages sent again: it is
+    // left as the episode was.
+    let (cut, why) = why_of.iter().find(|(_, w)| w.is_some()).unwrap();
+    let fork = worldline(store.path(), ["fork", cut.as_str(), "--at", "0", "--json"]);
+    assert_eq!(fork.json()["truncated"].as_str(), why.as_deref(), "{fork}");
+}

@@ -103,7 +103,7 @@ pub fn fork(
             client.clone(),
             opts,
             &rec.bundle.events,
-            rec.bundle.footer.as_ref().map(|f| f.status),
+            rec.bundle.footer.as_ref(),
         )?;
         return kept_if_followed(store, outcome, at);
     }

@@ -467,7 +467,7 @@ pub fn replay_in(
                 agent.clone(),
                 opts,
                 &rec.bundle.events,
-                rec.bundle.footer.as_ref().map(|f| f.status),
+                rec.bundle.footer.as_ref(),
             )?,
             Scope::Boundary,
         ),

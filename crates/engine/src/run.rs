@@ -708,6 +708,7 @@ fn footer(
         status,
         stderr: left.stderr.clone(),
         stdout: left.stdout.clone(),
+        truncated: left.truncated.clone(),
         truncated_bytes: left.truncated_bytes,
     };
     if let Some(header) = sealed {

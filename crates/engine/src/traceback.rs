@@ -769,6 +769,7 @@ expected a string, received [object]\nStack:\n  export_run@initializer.js:1:1\n"
             output: None,
             replayable: true,
             stdout: String::new(),
+            truncated: None,
             truncated_bytes: 0,
         }
     }

@@ -146,6 +146,10 @@ pub fn document(
             "world": b.header.world,
         },
     });
+    // A served episode its client left without `end` (decision 0429).
+    if let Some(why) = footer.and_then(|f| f.truncated.as_ref()) {
+        doc["extra"]["truncated"] = why.clone().into();
+    }
     if let Some(n) = token_notes(&doc) {
         doc["notes"] = n.into();
     }

@@ -37,6 +37,11 @@ pub struct Timeline<'a> {
     pub live: bool,
 }
 
+/// Why a served episode ended without its client's `end` (decision 0429).
+fn truncated(b: &HeldBundle) -> Option<&str> {
+    b.footer.as_ref()?.truncated.as_deref()
+}
+
 /// The run's status: its footer's, else `incomplete`.
 fn status(b: &HeldBundle) -> &str {
     b.footer
@@ -72,6 +77,9 @@ pub fn json(t: &Timeline<'_>, q: &Query, full: bool) -> Value {
     }
     if t.live {
         doc["being_recorded"] = json!(true);
+    }
+    if let Some(why) = truncated(b) {
+        doc["truncated"] = json!(why);
     }
     // A page says where it is; the whole timeline reads as it always did.
     if q.max_count.is_some() || q.skip > 0 {
@@ -184,6 +192,9 @@ fn write_head(out: &mut impl Write, t: &Timeline<'_>, hidden: Option<usize>) -> 
     )?;
     let agent_error = b.footer.as_ref().and_then(traceback::agent_error);
     super::run::write_agent_error(out, agent_error.as_ref(), "")?;
+    if let Some(why) = truncated(b) {
+        writeln!(out, "an episode its client left without `end`: {why}")?;
+    }
     write_lineage(out, b)?;
     if !h.limits.is_empty() {
         let raised: Vec<String> = h.limits.iter().map(|(k, v)| format!("{k} = {v}")).collect();

@@ -34,6 +34,10 @@ pub struct RunSummary<'a> {
     pub seed: u64,
     pub status: &'static str,
     pub traceback: Option<String>,
+    /// Why a served episode ended without its client's `end` (decision
+    /// 0429); left out otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<&'a str>,
     pub truncated_bytes: u64,
     /// What the run's caller should know (the case's `[origin]`, token ids
     /// asked for but not returned); left out when there are none.
@@ -95,6 +99,7 @@ impl<'a> RunSummary<'a> {
             seed: o.header.seed,
             status: verdict::shown_status(f.status, o.grade.as_ref()),
             traceback: account(f).map(|a| a.text().to_string()),
+            truncated: f.truncated.as_deref(),
             truncated_bytes: f.truncated_bytes,
             warnings: &[],
             world: &o.header.world,
@@ -263,6 +268,12 @@ pub fn write(out: &mut impl Write, o: &RunOutcome) -> io::Result<()> {
             _ => "stopped before it ended (a signal, or the command ending it)",
         };
         writeln!(out, "  note:   {why}; not replayable")?;
+    }
+    if let Some(why) = &f.truncated {
+        writeln!(
+            out,
+            "  note:   an episode its client left without `end`: {why}"
+        )?;
     }
     if let Some(isolation) = Isolation::of(o) {
         writeln!(

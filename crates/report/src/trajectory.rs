@@ -76,6 +76,10 @@ pub struct Trajectory {
     /// otherwise).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub tokens_withheld: bool,
+    /// Why a served episode ended without its client's `end` (its
+    /// footer's, decision 0429): left out otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
     /// `passed` / `failed`, or none when the case has no `[expect]`.
     pub verdict: Option<&'static str>,
     pub world: String,
@@ -108,6 +112,7 @@ impl Trajectory {
             tokens: tokens(b.events.as_held(), &gone),
             tokens_missing: tokens_missing(b.events.as_held(), &gone),
             tokens_withheld: (b.events.as_held().iter()).any(crate::atif::tokens_withheld),
+            truncated: footer.and_then(|f| f.truncated.clone()),
             verdict,
             world: b.header.world.clone(),
         }

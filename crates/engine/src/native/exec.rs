@@ -358,6 +358,7 @@ fn exit_of(
         stderr: with_tail(&err.kept, err.dropped, err.tail.bytes()).into_bytes(),
         dropped: out.dropped + err.dropped,
         signalled: false,
+        truncated: None,
     };
     match (ended_by, status) {
         (Some(Status::Timeout), _) => {

@@ -309,11 +309,17 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
         }
         idle_at = tokio::time::Instant::now() + idle;
     };
+    // The open episode was left by its client: why, for its footer.
+    let why = match &ending {
+        None => "its client's connection closed".to_string(),
+        Some((_, reason)) if reason == "closed" => "its client sent `close`".to_string(),
+        Some((_, reason)) => format!("the connection was closed: {reason}"),
+    };
     if let Some((code, reason)) = ending {
         close(socket, code, &reason).await;
     }
     if let Some(mut s) = session.take() {
-        s.finish(None).await;
+        s.finish(EpisodeEnd::Truncated(why)).await;
     }
 }
 
@@ -606,7 +612,7 @@ async fn reset_fork(
             Ok(r) if listed => tools = Some(s.listed(&r)),
             Ok(_) => {}
             Err(why) => {
-                s.finish(Some(why)).await;
+                s.finish(EpisodeEnd::Stopped(why)).await;
                 let ended = s.ended.take().unwrap_or(Value::Null);
                 return error(
                     "FACTORY_ERROR",
@@ -639,8 +645,21 @@ async fn reset_fork(
 /// ends it has been found good: a refused one leaves it going.
 async fn end_open(session: &mut Option<Session>) {
     if let Some(mut s) = session.take() {
-        s.finish(None).await;
+        let why = "its client began another episode (`reset`) before `end`";
+        s.finish(EpisodeEnd::Truncated(why.into())).await;
     }
+}
+
+/// How an episode ends.
+enum EpisodeEnd {
+    /// Its client's `end` action.
+    Ended,
+    /// The mediator stopped its run (a limit, a gold call that failed):
+    /// why, which the last observation says.
+    Stopped(String),
+    /// Its client left it without `end`: why, which its footer keeps
+    /// (`truncated`, decision 0429).
+    Truncated(String),
 }
 
 /// One episode: a run with its mediator on a thread of its own.
@@ -750,7 +769,7 @@ impl Session {
     /// saying why (it answered `tools: []` and ended at the first step
     /// with no reward and no run).
     async fn refused(mut self, why: String) -> Value {
-        let ended = self.finish(Some(why.clone())).await;
+        let ended = self.finish(EpisodeEnd::Stopped(why.clone())).await;
         // The run's own error (the gold call that failed) over the
         // channel's "the run has ended".
         let said = ended["data"]["observation"]["error"].as_str();
@@ -804,14 +823,14 @@ impl Session {
                         };
                         observation(obs, None, false)
                     }
-                    Err(why) => self.finish(Some(why)).await,
+                    Err(why) => self.finish(EpisodeEnd::Stopped(why)).await,
                 }
             }
             Some("list_tools") => match self.list_tools().await {
                 Ok(tools) => observation(json!({"tools": tools}), None, false),
-                Err(why) => self.finish(Some(why)).await,
+                Err(why) => self.finish(EpisodeEnd::Stopped(why)).await,
             },
-            Some("end") => self.finish(None).await,
+            Some("end") => self.finish(EpisodeEnd::Ended).await,
             _ => error(
                 "VALIDATION_ERROR",
                 "an action is {\"type\": \"call_tool\", \"tool_name\", \"arguments\"}, {\"type\": \"list_tools\"} or {\"type\": \"end\"}",
@@ -819,11 +838,16 @@ impl Session {
         }
     }
 
-    /// End the run (graded, written to the store): the last observation.
-    /// `stopped` says why the mediator stopped it, if it did.
-    async fn finish(&mut self, stopped: Option<String>) -> Value {
+    /// End the run (graded, written to the store) as `how` says: the last
+    /// observation.
+    async fn finish(&mut self, how: EpisodeEnd) -> Value {
         if self.ended.is_none() {
-            self.handle.end(Exit::disconnected());
+            let (exit, stopped) = match how {
+                EpisodeEnd::Ended => (Exit::disconnected(), None),
+                EpisodeEnd::Stopped(why) => (Exit::disconnected(), Some(why)),
+                EpisodeEnd::Truncated(why) => (Exit::truncated(why), None),
+            };
+            self.handle.end(exit);
             let mediator = self.mediator.take();
             let outcome = tokio::task::spawn_blocking(move || match mediator {
                 Some(m) => m

@@ -13,8 +13,7 @@ use crate::run::{RunOptions, RunOutcome};
 use anyhow::Result;
 use serde_json::{Value, json};
 use worldline_case::case::Case;
-use worldline_log::log::bundle::NativeAgent;
-use worldline_log::log::bundle::Status;
+use worldline_log::log::bundle::{Footer, NativeAgent, Status};
 use worldline_log::log::payload::Transport;
 use worldline_log::log::{Call, Event, Header, Kind, rules};
 use worldline_protocol::routes::Route;
@@ -101,15 +100,17 @@ fn refused_rpc(via: Via, id: u64, method: &str, status: u16) -> Message {
 
 /// Re-execute `case` from `events` (`agent` the run's recorded identity;
 /// `opts` following the recording): each derived message in order, then
-/// the end of the session.
+/// the end of the session, as `recorded` (the run's footer) says it ended:
+/// its status, and an episode its client left is left so again.
 pub(crate) fn rerun(
     sandbox: &Sandbox,
     case: &Case,
     agent: NativeAgent,
     opts: RunOptions,
     events: &[Event],
-    ended: Option<Status>,
+    recorded: Option<&Footer>,
 ) -> Result<RunOutcome> {
+    let ended = recorded.map(|f| f.status);
     let header = super::header(sandbox, case, agent);
     let rules = opts.rules_under();
     let (handle, receiver) = session::channel();
@@ -149,7 +150,10 @@ pub(crate) fn rerun(
         if !stopped && let Some(message) = refused.and_then(|e| message_of(e, sent + 1, rules)) {
             handle.call_blocking(job(message));
         }
-        handle.end(Exit::disconnected());
+        handle.end(match recorded.and_then(|f| f.truncated.clone()) {
+            Some(why) => Exit::truncated(why),
+            None => Exit::disconnected(),
+        });
         mediator
             .join()
             .unwrap_or_else(|_| Err(anyhow::anyhow!("the mediator thread panicked")))

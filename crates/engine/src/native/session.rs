@@ -38,6 +38,8 @@ pub struct Exit {
     pub dropped: u64,
     /// Stopped by a signal to worldline, not ended by itself.
     pub signalled: bool,
+    /// Why a served episode ended without its client's `end`, if it did.
+    pub truncated: Option<String>,
 }
 
 impl Exit {
@@ -51,6 +53,15 @@ impl Exit {
             stderr: Vec::new(),
             dropped: 0,
             signalled: false,
+            truncated: None,
+        }
+    }
+
+    /// A served episode its client did not end, and why.
+    pub fn truncated(why: String) -> Self {
+        Exit {
+            truncated: Some(why),
+            ..Exit::disconnected()
         }
     }
 }
@@ -176,6 +187,9 @@ pub fn mediate(
         .keep_output(&exit.stdout, &exit.stderr, exit.dropped);
     if exit.signalled {
         state.med.services.stopped_from_outside();
+    }
+    if let Some(why) = exit.truncated {
+        state.med.services.truncated(why);
     }
     let ending = stop.unwrap_or((exit.status, exit.output, exit.error, Vec::new()));
     run::finish(case, begun.opened, state.med, ending, 0, &opts)

@@ -332,6 +332,12 @@ pub struct Footer {
     pub status: Status,
     pub stderr: String,
     pub stdout: String,
+    /// Why a served episode (`worldline serve`) ended without its client's
+    /// `end` action: its connection closed or went idle, the server
+    /// stopped, a `reset` began another episode. Left out otherwise, and
+    /// in runs recorded before it (decision 0429).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
     /// Bytes of stdout/stderr dropped past the limit.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub truncated_bytes: u64,
@@ -1100,6 +1106,7 @@ mod tests {
             status: Status::Timeout,
             stderr: "e".into(),
             stdout: "o".into(),
+            truncated: Some("idle".into()),
             truncated_bytes: 9,
         }
     }

@@ -83,6 +83,7 @@ mod tests {
             status: Status::Completed,
             stderr: String::new(),
             stdout: String::new(),
+            truncated: None,
             truncated_bytes: 0,
         };
         let failed = json!({"passed": false, "assertions": [

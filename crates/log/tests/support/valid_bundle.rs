@@ -66,6 +66,7 @@ pub fn valid_bundle(n: u64) -> Vec<u8> {
         status: Status::Completed,
         stderr: String::new(),
         stdout: "hi\n".into(),
+        truncated: None,
         truncated_bytes: 0,
     };
     footer.hash = bundle::footer_hash(&footer);

@@ -39,6 +39,9 @@ pub struct HostServices {
     /// The run was stopped from outside it (a signal to worldline): where
     /// it ended is the wall clock's, as a watchdog's stop is.
     pub(in crate::mediate) stopped: bool,
+    /// Why a served episode ended without its client's `end`
+    /// ([`HostServices::truncated`]).
+    pub(in crate::mediate) truncated: Option<String>,
     /// The rules the run runs under ([`Mediator::set_following`](super::Mediator::set_following),
     /// decision 0423).
     pub(in crate::mediate) rules: u32,
@@ -54,6 +57,8 @@ pub struct Leftover {
     pub truncated_bytes: u64,
     /// Stopped from outside the run ([`HostServices::stopped_from_outside`]).
     pub stopped: bool,
+    /// Why a served episode ended without its client's `end`, if it did.
+    pub truncated: Option<String>,
 }
 
 impl HostServices {
@@ -86,6 +91,7 @@ impl HostServices {
             service: None,
             conversation: conversation::Conversation::new(case),
             stopped: false,
+            truncated: None,
             rules: worldline_log::log::rules::CURRENT,
         }
     }
@@ -199,10 +205,19 @@ impl HostServices {
         self.stopped = true;
     }
 
+    /// A served episode ended without its client's `end` (the connection
+    /// closed or went idle, the server stopped, a reset began another):
+    /// `why`, for the footer, so a trainer does not take a cut episode's
+    /// grade for where its agent meant to stop.
+    pub fn truncated(&mut self, why: String) {
+        self.truncated = Some(why);
+    }
+
     /// The final state and the guest's output.
     pub fn finish(self) -> Leftover {
         Leftover {
             stopped: self.stopped,
+            truncated: self.truncated,
             stdout: self.stdio.stdout.text(),
             stderr: self.stdio.stderr.text(),
             truncated_bytes: self.stdio.stdout.dropped + self.stdio.stderr.dropped,
