@@ -87,9 +87,42 @@ impl InputError {
                 };
                 InputError::at(file, source, span.start, message)
             }
+            // The reader's depth limit on a dotted key or a table header
+            // comes without a place: the first such key's line is it.
+            None if message == "recursion limit" => {
+                let said = format!(
+                    "a key or table header of more than {TOML_DEPTH} dotted parts (`a.b.c…`) is nested deeper than the reader goes: write it flatter"
+                );
+                match too_deep_key(source) {
+                    Some(at) => InputError::at(file, source, at, said),
+                    None => InputError::new(file, said),
+                }
+            }
             None => InputError::new(file, message),
         }
     }
+}
+
+/// The most dotted parts a TOML key or table header may have (the `toml`
+/// reader's recursion limit).
+const TOML_DEPTH: usize = 80;
+
+/// Where the first key or table header of [`TOML_DEPTH`] dotted parts or
+/// more begins: its line's start.
+fn too_deep_key(source: &str) -> Option<usize> {
+    let mut at = 0;
+    for line in source.split_inclusive('\n') {
+        let t = line.trim_start();
+        let key = match t.strip_prefix('[') {
+            Some(header) => header.split(']').next().unwrap_or(""),
+            None => t.split('=').next().unwrap_or(""),
+        };
+        if key.matches('.').count() + 1 >= TOML_DEPTH {
+            return Some(at);
+        }
+        at += line.len();
+    }
+    None
 }
 
 /// The key whose value starts at `offset` (`latency_ms` of `latency_ms =
@@ -298,6 +331,28 @@ mod tests {
             s.contains("missing field `fuel`") && !s.contains("limits]:"),
             "{s}"
         );
+    }
+
+    /// A dotted key or table header past the reader's depth is said at
+    /// its line, with what to do (it was `c.toml: recursion limit`).
+    #[test]
+    fn a_key_nested_past_the_reader_s_depth_is_said_at_its_line() {
+        let deep = vec!["a"; 100].join(".");
+        for src in [
+            format!("seed = 1\ntask.{deep} = 1\n"),
+            format!("seed = 1\n\n[{deep}]\nx = 1\n"),
+        ] {
+            let e = toml::from_str::<toml::Table>(&src).unwrap_err();
+            let s = InputError::toml("c.toml", &src, &e).to_string();
+            let line = if src.contains('[') { 3 } else { 2 };
+            assert!(
+                s.starts_with(&format!(
+                    "c.toml:{line}:1: a key or table header of more than 80 dotted parts"
+                )),
+                "{s}"
+            );
+            assert!(s.ends_with("write it flatter"), "{s}");
+        }
     }
 
     #[test]
