@@ -257,7 +257,7 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
         if let Some(file) = service_component(dir) {
             if file.exists() {
                 out.service(file);
-            } else {
+            } else if unbuilt(&file) {
                 out.note(&file, UNBUILT);
             }
         }
@@ -323,7 +323,7 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
         let world = world::load_with(root, reference, file, Component::MayBeUnbuilt)?;
         services.extend(world.service.as_ref().map(|s| s.file.clone()));
         if world.service.is_none() {
-            let file = service_component(&world.dir).filter(|f| !f.exists());
+            let file = service_component(&world.dir).filter(|f| unbuilt(f));
             notes.extend(file.map(|f| (f, UNBUILT.to_string())));
         }
         let toml = world.dir.join("world.toml");
@@ -511,6 +511,13 @@ fn written_at(table: &str, key: &str, path: &str) -> Option<usize> {
 /// The note for a world's `[service]` component that is not there yet.
 const UNBUILT: &str = "the [service] component is not built yet; build it before a run";
 
+/// Whether nothing is at `file` yet (a link to a file not built is not
+/// built either); one that is there but does not read (a link to itself)
+/// is the world's problem, which says so.
+fn unbuilt(file: &Path) -> bool {
+    matches!(std::fs::metadata(file), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+}
+
 /// The file of the `[service]` component the world in `dir` declares, when
 /// it declares one inside its folder.
 fn service_component(dir: &Path) -> Option<PathBuf> {
@@ -601,6 +608,25 @@ mod tests {
         assert!(checked.problems.is_empty(), "{:?}", checked.problems);
         let s = dir.path().join("worlds/w/v1/s.wasm");
         assert_eq!(checked.notes, [format!("{}: {UNBUILT}", s.display())]);
+    }
+
+    /// A `[service]` component that is a link to itself is the world's
+    /// problem alone: it was also noted as not built yet.
+    #[test]
+    fn a_service_link_to_itself_is_a_problem_not_an_unbuilt_note() {
+        let (dir, cases) = world_w_and_cases();
+        let toml = dir.path().join("worlds/w/v1/world.toml");
+        let text = std::fs::read_to_string(&toml).unwrap();
+        std::fs::write(&toml, format!("{text}[service]\ncomponent = \"s.wasm\"\n[[tools]]\nname = \"go\"\nop = \"service\"\n")).unwrap();
+        std::os::unix::fs::symlink("s.wasm", dir.path().join("worlds/w/v1/s.wasm")).unwrap();
+        std::fs::write(
+            cases.join("a.toml"),
+            "world = \"w@v1\"\ntask = \"t\"\nclock = 2026-03-01T12:05:00Z\n",
+        )
+        .unwrap();
+        let checked = check(&[cases, dir.path().join("worlds")], None, false);
+        assert!(!checked.problems.is_empty(), "the loop is a problem");
+        assert!(checked.notes.is_empty(), "{:?}", checked.notes);
     }
 
     /// A project file whose `worlds` names no folder is a problem at its
