@@ -9,7 +9,6 @@ use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
-use worldline_case::error::InputError;
 use worldline_store::store::StoreDir;
 
 #[derive(Args)]
@@ -43,8 +42,7 @@ pub fn exec(args: RedactionArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::Ok);
     };
-    let text = worldline_case::bounded::read_text(file, worldline_case::bounded::DOCUMENT)
-        .map_err(|e| InputError::new(file, format!("cannot read the redaction policy: {e}")))?;
+    let text = worldline_log::redact::Policy::read(file)?;
     worldline_log::redact::Policy::parse(file, &text)?;
     let made = store.set_policy(&text)?;
     if args.common.json {

@@ -187,9 +187,15 @@ impl Policy {
 
     /// Read a policy file.
     pub fn load(path: &Path) -> Result<Policy, InputError> {
-        let source = worldline_case::bounded::read_text(path, worldline_case::bounded::DOCUMENT)
+        Policy::parse(path, &Policy::read(path)?)
+    }
+
+    /// A policy file's text: bytes that are not UTF-8 said at their line
+    /// and column, as in a case.
+    pub fn read(path: &Path) -> Result<String, InputError> {
+        let bytes = worldline_case::bounded::read(path, worldline_case::bounded::DOCUMENT)
             .map_err(|e| InputError::new(path, format!("cannot read the redaction policy: {e}")))?;
-        Policy::parse(path, &source)
+        InputError::utf8(path, bytes)
     }
 }
 
@@ -375,9 +381,14 @@ pub fn for_store(
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             _ if in_store.is_file() => in_store,
             _ => {
+                use worldline_case::bounded::{Refused, open};
+                let what = match open(&in_store) {
+                    Err(Refused::NotAFile(kind)) => kind,
+                    _ => "a link to nothing",
+                };
                 return Err(InputError::new(
                     &in_store,
-                    "is the store's redaction policy but not a file that reads (a link to nothing, or a folder): make it the policy's file, or remove it to show runs unredacted",
+                    format!("is the store's redaction policy but {what}, not a file: make it the policy's file, or remove it to show runs unredacted"),
                 )
                 .into());
             }
@@ -1466,11 +1477,33 @@ mod tests {
         assert!(for_store(&dir, None, false).unwrap().is_none());
         std::os::unix::fs::symlink(dir.join("nowhere.toml"), dir.join(FILE)).unwrap();
         let e = for_store(&dir, None, false).err().unwrap().to_string();
-        assert!(e.contains("not a file that reads"), "{e}");
+        assert!(e.contains("but a link to nothing, not a file"), "{e}");
         std::fs::remove_file(dir.join(FILE)).unwrap();
         std::fs::create_dir(dir.join(FILE)).unwrap();
-        assert!(for_store(&dir, None, false).is_err());
+        let e = for_store(&dir, None, false).err().unwrap().to_string();
+        assert!(e.contains("but a folder, not a file"), "{e}");
         assert!(for_store(&dir, None, true).unwrap().is_none());
+        // A FIFO is said as one (it was said to be a link or a folder).
+        std::fs::remove_dir(dir.join(FILE)).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.join(FILE))
+            .status();
+        assert!(made.unwrap().success());
+        let e = for_store(&dir, None, false).err().unwrap().to_string();
+        assert!(e.contains("but a FIFO, not a file"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A policy file that is not UTF-8 is said at the line and column of
+    /// its first bad byte, as a case is (it had no place).
+    #[test]
+    fn a_policy_that_is_not_utf8_is_said_at_its_line() {
+        let dir = std::env::temp_dir().join(format!("wl-redact-utf8-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("redact.toml");
+        std::fs::write(&file, b"[[paths]]\npath = \"request.args.\xff\"\n").unwrap();
+        let e = Policy::load(&file).err().unwrap().to_string();
+        assert!(e.contains("redact.toml:2:22: not UTF-8 text"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
