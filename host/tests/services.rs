@@ -1478,4 +1478,25 @@ fn a_machine_short_of_address_space_stops_the_run_unrecorded_and_resume_goes_on(
     let out = under_limit(&store, &suite, least);
     out.expect_code(4);
     assert!(out.stderr.contains("WORLDLINE_INSTANCE_POOL=0"), "{out}");
+    // A gold call the machine cannot run is its failure too (exit 4), not
+    // the case's (it was exit 2, an input error, as a gold call that fails).
+    let gold = counters_case(
+        dir.path(),
+        json!([{"tool": "bump", "args": {"id": "c"}}]),
+        "[[expect.gold]]\ntool = \"bump\"\nargs = { id = \"c\" }\n",
+    );
+    // (The gold state is made before the agent's instance: under the
+    // limit the agent's alone does not fit in, the service's does not.)
+    let out = under_limit(&store, &on("run", &gold, &agent, &worlds), least - 2048);
+    out.expect_code(4);
+    assert!(
+        out.stderr
+            .contains("gold call 1 (bump {\"id\":\"c\"}) could not run")
+            && out
+                .stderr
+                .contains("the machine could not make an instance"),
+        "{out}"
+    );
+    // Without the limit, in the same store, the case runs and passes.
+    worldline(&store, on("run", &gold, &agent, &worlds)).expect_code(0);
 }

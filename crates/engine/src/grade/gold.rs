@@ -42,6 +42,7 @@ use worldline_case::world::compare::Equality;
 use worldline_case::world::state::State;
 use worldline_runtime::mediate::HostServices;
 use worldline_runtime::mediate::service::Runtime;
+use worldline_runtime::mediate::services::Unrecorded;
 use worldline_runtime::sandbox::{Sandbox, timeout_ticks};
 
 /// The gold state of a case, or why its gold calls could not be applied.
@@ -53,6 +54,9 @@ pub(crate) type GoldState = Result<State, GoldFailure>;
 pub struct GoldFailure {
     pub step: Option<usize>,
     pub message: String,
+    /// The machine's failure (its service could not be instantiated), not
+    /// the case's: exit 4, and not kept for the next run to meet.
+    pub machine: bool,
 }
 
 impl std::fmt::Display for GoldFailure {
@@ -63,11 +67,10 @@ impl std::fmt::Display for GoldFailure {
 
 /// The gold state of `case` when it has gold calls. A gold call that fails
 /// is the case's error, not the agent's: an input error (exit 2) at the
-/// failing `[[expect.gold]]` naming the call and the tool's error.
-pub(crate) fn for_case(
-    sandbox: &Sandbox,
-    case: &Case,
-) -> Result<Option<Arc<GoldState>>, InputError> {
+/// failing `[[expect.gold]]` naming the call and the tool's error. One the
+/// machine could not run (its service's instance) is the machine's: exit
+/// 4, saying so.
+pub(crate) fn for_case(sandbox: &Sandbox, case: &Case) -> anyhow::Result<Option<Arc<GoldState>>> {
     let Some(expect) = case.expect.as_ref().filter(|e| !e.gold.is_empty()) else {
         return Ok(None);
     };
@@ -75,6 +78,12 @@ pub(crate) fn for_case(
     let Err(failure) = g.as_ref() else {
         return Ok(Some(g));
     };
+    if failure.machine {
+        anyhow::bail!(
+            "{}: [[expect.gold]]: {failure} (the agent was not graded against them)",
+            case.path.display()
+        );
+    }
     let message = format!(
         "[[expect.gold]]: {failure}; the gold calls must succeed on the case's world \
          (the agent was not graded against them)"
@@ -82,7 +91,8 @@ pub(crate) fn for_case(
     Err(match failure.step.and_then(|n| expect.gold.get(n - 1)) {
         Some(call) => InputError::at(&case.path, &case.source, call.span().start, message),
         None => InputError::new(&case.path, message),
-    })
+    }
+    .into())
 }
 
 /// The gold state of `case` (which has gold calls), computed once per
@@ -94,10 +104,13 @@ pub(crate) fn gold_state(sandbox: &Sandbox, case: &Case) -> Arc<GoldState> {
         return g.clone();
     }
     let g = Arc::new(apply(sandbox, case));
-    CACHE
-        .lock()
-        .expect("gold cache lock")
-        .insert(key, g.clone());
+    // The machine's failure is not the case's: the next run tries again.
+    if !g.as_ref().as_ref().is_err_and(|f| f.machine) {
+        CACHE
+            .lock()
+            .expect("gold cache lock")
+            .insert(key, g.clone());
+    }
     g
 }
 
@@ -109,6 +122,7 @@ fn apply(sandbox: &Sandbox, case: &Case) -> GoldState {
         let service = sandbox.service(source).map_err(|e| GoldFailure {
             step: None,
             message: format!("{e:#}"),
+            machine: false,
         })?;
         services.attach_service(Runtime::new(
             service,
@@ -124,24 +138,36 @@ fn apply(sandbox: &Sandbox, case: &Case) -> GoldState {
             .ok_or_else(|| GoldFailure {
                 step: Some(i + 1),
                 message: format!("gold call {}: no tool `{}`", i + 1, g.tool),
+                machine: false,
             })?;
         let args = Value::Object(g.args.clone());
-        if let Err(f) = services.call_unrecorded(tool, &args) {
-            // `failed` is said once ("failed: failed: ..." said it twice).
-            let kind = match f.kind {
-                worldline_case::error_kind::ErrorKind::Failed => String::new(),
-                kind => format!("{kind}: "),
-            };
-            return Err(GoldFailure {
-                step: Some(i + 1),
-                message: format!(
-                    "gold call {} ({} {}) failed: {kind}{}",
-                    i + 1,
-                    g.tool,
-                    worldline_case::canon::to_string(&args),
-                    f.message
-                ),
-            });
+        let call = format!(
+            "gold call {} ({} {})",
+            i + 1,
+            g.tool,
+            worldline_case::canon::to_string(&args)
+        );
+        match services.call_unrecorded(tool, &args) {
+            Ok(()) => {}
+            Err(Unrecorded::Tool(f)) => {
+                // `failed` is said once ("failed: failed: ..." said it twice).
+                let kind = match f.kind {
+                    worldline_case::error_kind::ErrorKind::Failed => String::new(),
+                    kind => format!("{kind}: "),
+                };
+                return Err(GoldFailure {
+                    step: Some(i + 1),
+                    message: format!("{call} failed: {kind}{}", f.message),
+                    machine: false,
+                });
+            }
+            Err(Unrecorded::Machine(why)) => {
+                return Err(GoldFailure {
+                    step: Some(i + 1),
+                    message: format!("{call} could not run: {why}"),
+                    machine: true,
+                });
+            }
         }
     }
     Ok(services.finish().state)

@@ -47,6 +47,15 @@ pub struct HostServices {
     pub(in crate::mediate) rules: u32,
 }
 
+/// Why a call outside the log (a gold call) failed.
+pub enum Unrecorded {
+    /// The tool's own failure.
+    Tool(ToolFailure),
+    /// The machine could not make the world's service an instance: in
+    /// words (`Stop::Host`'s).
+    Machine(String),
+}
+
 /// What a run's services leave when it ends.
 pub struct Leftover {
     /// The world's final state.
@@ -182,17 +191,16 @@ impl HostServices {
 
     /// Run `tool` outside the log (a gold call): at the next tick, its
     /// writes applied to the state.
-    pub fn call_unrecorded(&mut self, tool: &Tool, args: &Value) -> Result<(), ToolFailure> {
+    pub fn call_unrecorded(&mut self, tool: &Tool, args: &Value) -> Result<(), Unrecorded> {
         self.clock.tick();
         let as_of = self.as_of_now();
         let ran = run_tool(self, tool, args, &as_of).result;
-        // A service the machine could not instantiate fails the gold call
-        // saying so (`Stop::Host`'s words); its mark is cleared, or the
-        // next recorded call would stop the run for it.
-        if let Some(service) = self.service.as_mut() {
-            service.host_failed = None;
+        // A service the machine could not instantiate is the machine's
+        // failure, not the call's (`Stop::Host`'s words).
+        if let Some(why) = (self.service.as_mut()).and_then(|s| s.host_failed.take()) {
+            return Err(Unrecorded::Machine(super::Stop::Host(why).to_string()));
         }
-        let (_, writes) = ran?;
+        let (_, writes) = ran.map_err(Unrecorded::Tool)?;
         writes.iter().for_each(|w| self.world.state.apply(w));
         Ok(())
     }

@@ -183,15 +183,17 @@ impl Runtime {
                     "make an instance of the world's service {} for `{tool}`: {err:#}",
                     self.service.component
                 );
-                // What a caller that does not stop the run (a gold call)
-                // says of it.
-                let said = super::Stop::Host(why.clone()).to_string();
+                // Taken by the caller: the run stops, a gold call fails,
+                // saying so (`Stop::Host`).
                 self.host_failed = Some(why);
                 let (frame, _) = (self.idle.as_mut())
                     .expect("the service's store data is back")
                     .end_call();
                 *state = frame.restore();
-                return (Err(ToolFailure::new(ErrorKind::Failed, said)), Value::Null);
+                return (
+                    Err(ToolFailure::new(ErrorKind::Failed, String::new())),
+                    Value::Null,
+                );
             }
             Err((err, fuel)) => {
                 let (frame, stderr) = self
