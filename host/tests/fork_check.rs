@@ -532,5 +532,14 @@ fn a_signal_stops_branching_and_the_document_closes_with_the_branches_made() {
                 .contains("SIGINT: starting no more branches; the report follows"),
             "{copy}: {out}"
         );
+        // Every branch made is in the run index (the last ones were left
+        // out: their rows were queued when the signal ended the process).
+        let check = common::worldline(store, ["index", "--check", "--json"]);
+        check.expect_code(0);
+        assert_eq!(
+            check.json()["missing"],
+            serde_json::json!([]),
+            "{copy}: {check}"
+        );
     }
 }

@@ -914,6 +914,117 @@ error = "timeout"
     assert_eq!(verify.json()["diverged"], 0, "{verify}");
 }
 
+/// A `fuzz --keep-all` campaign stopped by SIGINT leaves every run it kept
+/// in the run index: its last rows, queued when the signal came, were
+/// left out (`index --check` named them missing), where an interrupted
+/// `test` commits them.
+#[test]
+fn a_campaign_stopped_by_sigint_leaves_every_run_it_kept_indexed() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = temp_dir();
+    let case = write_case(
+        dir.path(),
+        "c",
+        "world = \"demo@v1\"\nseed = 11\nclock = 2026-03-01T12:00:00Z\n\
+         task = { calls = [{ tool = \"get_ticket\", args = { id = \"T-1\" } }] }\n\
+         [fuzz]\n[[fuzz.tools]]\ntool = \"get_ticket\"\nerror = { timeout = 0.5 }\n",
+    );
+    let store = dir.path().join("store");
+    let events = dir.path().join("events.jsonl");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["fuzz", case.to_str().unwrap(), "--runs", "100000"])
+        .args(["--jobs", "1", "--keep-all", "--json"])
+        .arg("--agent")
+        .arg(guest("caller-agent"))
+        .arg("--worlds")
+        .arg(common::worlds_dir())
+        .arg("--store")
+        .arg(&store)
+        .arg("--events")
+        .arg(&events)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(&events)
+        .unwrap_or_default()
+        .matches("run_finished")
+        .count()
+        < 3
+    {
+        assert!(started.elapsed().as_secs() < 60, "no runs finished");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGINT), "{out:?}");
+    let check = worldline(&store, ["index", "--check", "--json"]);
+    check.expect_code(0);
+    assert_eq!(check.json()["missing"], serde_json::json!([]), "{check}");
+    assert!(check.json()["indexed"].as_u64().unwrap() >= 3, "{check}");
+}
+
+/// Ctrl-C while a campaign's agent and service compile (a cold compile
+/// cache) ends it at once, saying so on stderr: it printed nothing at all,
+/// `--json` too.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
+fn a_signal_while_a_campaign_compiles_is_said() {
+    use std::io::Read as _;
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = temp_dir();
+    let worlds = common::world_with_service(
+        dir.path(),
+        &workspace_root().join("worlds/booking/v1"),
+        "booking",
+        &common::python_service("examples/booking-service/booking.py"),
+    );
+    let store = dir.path().join("store");
+    let mut fuzz = common::cli();
+    fuzz.arg("fuzz")
+        .arg(workspace_root().join("cases/booking/fuzz-book.toml"))
+        .args(["--runs", "10", "--json", "--agent"])
+        .arg(guest("naive-agent"))
+        .arg("--worlds")
+        .arg(&worlds)
+        .arg("--store")
+        .arg(&store)
+        .env(common::OWN_COMPILE_CACHE.0, common::OWN_COMPILE_CACHE.1)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // SIGINT's default action (a test binary started in the background
+    // by a shell without job control ignores SIGINT, and its children
+    // inherit that).
+    // SAFETY: only `signal`, which is async-signal-safe, between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut fuzz, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = fuzz.spawn().unwrap();
+    // Once the first component is compiled: the rest compile then.
+    let ready = || !files_with_suffix(&store.join("cache"), ".cwasm").is_empty();
+    let status = common::signal_when(&mut child, libc::SIGINT, ready, "the campaign");
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    let _ = child.stdout.take().unwrap().read_to_string(&mut stdout);
+    let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}\n{stderr}");
+    assert!(
+        stderr.contains("SIGINT: interrupted before anything ran"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        files_with_suffix(&store.join("runs"), ".jsonl").is_empty(),
+        "no run was made"
+    );
+}
+
 /// A first SIGINT stops the campaign starting runs: those under way end,
 /// the report of the runs made is printed (`interrupted`) and kept, the
 /// signal is said on stderr and in the events once, which end with

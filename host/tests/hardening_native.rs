@@ -676,9 +676,19 @@ fn a_signal_ends_a_suite_of_native_runs_and_records_none_after_it() {
             "{name}: {recorded} runs recorded of 5: {out}"
         );
         // The report of what ran: the run the signal stopped, the rest
-        // skipped.
+        // skipped. The stopped run is the signal's, not the agent's
+        // failure (it was `FAIL ... trapped`, `0 passed, 1 failed`).
         assert!(
             out.contains(&format!("interrupted by {name}")),
+            "{name}: {out}"
+        );
+        assert!(
+            out.contains(&format!(
+                "0 passed, 0 failed, 1 interrupted, {} skipped",
+                5 - recorded
+            )) && out.contains(&format!(
+                "STOP  c0  interrupted — {name} stopped its runs after 0 of 1"
+            )),
             "{name}: {out}"
         );
         assert!(
@@ -707,6 +717,142 @@ fn a_signal_ends_a_suite_of_native_runs_and_records_none_after_it() {
             "{name}: {resumed}"
         );
     }
+}
+
+/// Ctrl-C during a native agent's `test --repeat`: the run it stopped is
+/// the signal's, left out of the case's runs, and the case, each run
+/// before it passing, is `interrupted` (as a component agent's is),
+/// neither passed nor failed: it was `trapped`, `failed: 1`, with pass^k
+/// counting the stopped run as a failure.
+#[test]
+fn a_signal_during_a_native_case_s_repeats_counts_the_stopped_run_for_no_one() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    case_with(&cases, "again", PASSED_BY_DOING_NOTHING);
+    let began = dir.path().join("began");
+    std::fs::create_dir_all(&began).unwrap();
+    let worlds = worlds();
+    let mut child = cli()
+        .args([os("test"), cases.as_os_str(), os("--repeat"), os("5")])
+        .args([os("--jobs"), os("1"), os("--json")])
+        .args([
+            os("--worlds"),
+            worlds.as_os_str(),
+            os("--store"),
+            store.as_os_str(),
+        ])
+        .args(["--exec", "--", "/bin/sh", "-c"])
+        .arg(format!(
+            "touch {}/$$; sleep 1; echo '{{}}'",
+            began.display()
+        ))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Signalled once its second run has begun (the first passed).
+    let runs_begun = || std::fs::read_dir(&began).unwrap().count();
+    let status = signal_when(&mut child, libc::SIGINT, || runs_begun() >= 2, "the suite");
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    let _ = child.stdout.take().unwrap().read_to_string(&mut stdout);
+    let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+    let shown = format!("{status:?}\n{stdout}\n{stderr}");
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{shown}");
+    let doc: Value = serde_json::from_str(&stdout).expect("the report");
+    let case = &doc["cases"][0];
+    let made = runs_begun() as u64 - 1;
+    assert_eq!(
+        (
+            &case["status"],
+            &case["runs"],
+            &case["passes"],
+            &doc["failed"],
+            &doc["interrupted_cases"]
+        ),
+        (
+            &"interrupted".into(),
+            &made.into(),
+            &made.into(),
+            &0.into(),
+            &1.into()
+        ),
+        "{shown}"
+    );
+    let reason = case["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("SIGINT stopped its runs after {made} of 5")),
+        "{shown}"
+    );
+    // The stopped run is kept in the store, whole.
+    let bundles = files_with_suffix(&store.join("runs"), ".jsonl");
+    assert_eq!(bundles.len() as u64, made + 1, "{shown}");
+}
+
+/// Ctrl-C during a native agent's `fuzz` campaign: the run it stopped is
+/// not counted (it was a failure, `trapped`, in the campaign's rates and
+/// `failed`, "1 failed run not grouped"); the runs before it are.
+#[test]
+fn a_signal_during_a_native_campaign_counts_the_stopped_run_for_no_one() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case_with(dir.path(), "c", PASSED_BY_DOING_NOTHING);
+    let faults = dir.path().join("faults.toml");
+    std::fs::write(
+        &faults,
+        "[[tools]]\ntool = \"get_ticket\"\nlatency_ms = { p = 0.5, ms = [1, 2] }\n",
+    )
+    .unwrap();
+    let began = dir.path().join("began");
+    std::fs::create_dir_all(&began).unwrap();
+    let worlds = worlds();
+    let mut child = cli()
+        .args([
+            os("fuzz"),
+            case.as_os_str(),
+            os("--faults"),
+            faults.as_os_str(),
+        ])
+        .args(["--runs", "20", "--jobs", "1", "--json"])
+        .args([
+            os("--worlds"),
+            worlds.as_os_str(),
+            os("--store"),
+            store.as_os_str(),
+        ])
+        .args(["--exec", "--", "/bin/sh", "-c"])
+        .arg(format!(
+            "touch {}/$$; sleep 1; echo '{{}}'",
+            began.display()
+        ))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let runs_begun = || std::fs::read_dir(&began).unwrap().count();
+    let status = signal_when(
+        &mut child,
+        libc::SIGINT,
+        || runs_begun() >= 2,
+        "the campaign",
+    );
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    let _ = child.stdout.take().unwrap().read_to_string(&mut stdout);
+    let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+    let shown = format!("{status:?}\n{stdout}\n{stderr}");
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{shown}");
+    let report: Value = serde_json::from_str(&stdout).expect("a --json report");
+    assert_eq!(report["interrupted"], "SIGINT", "{shown}");
+    let made = runs_begun() as u64 - 1;
+    let summary = &report["summary"];
+    assert_eq!(
+        (&summary["runs"], &summary["failed"]),
+        (&made.into(), &0.into()),
+        "{shown}"
+    );
 }
 
 /// `test --jobs N` above the cores runs N native agents at once: each run's
@@ -1453,7 +1599,9 @@ fn ctrl_c_on_a_native_campaign_of_two_jobs_reports_the_runs_it_made() {
     assert!(said.contains("kept in the store"), "{said}");
     let report = s.report.expect("a --json report");
     assert_eq!(report["interrupted"], "SIGINT", "{said}");
-    assert_eq!(report["summary"]["runs"], 2, "{said}");
+    // The two runs the signal stopped are the signal's, counted for no
+    // one (they were two `trapped` failures).
+    assert_eq!(report["summary"]["runs"], 0, "{said}");
     assert!(s.took < Duration::from_secs(15), "{:?}: {said}", s.took);
     assert_eq!(s.began, 2, "a run began after the signal: {said}");
 }
@@ -1473,7 +1621,8 @@ fn a_signal_to_a_native_campaign_alone_stops_its_worker_s_run_at_once() {
     assert_eq!(s.signal, Some(libc::SIGTERM), "{said}");
     let report = s.report.expect("a --json report");
     assert_eq!(report["interrupted"], "SIGTERM", "{said}");
-    assert_eq!(report["summary"]["runs"], 2, "{said}");
+    // The two runs it stopped are not counted.
+    assert_eq!(report["summary"]["runs"], 0, "{said}");
     assert!(s.took < Duration::from_secs(15), "{:?}: {said}", s.took);
     assert_eq!(s.began, 2, "a run began after the signal: {said}");
 }

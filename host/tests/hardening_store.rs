@@ -2234,3 +2234,129 @@ fn a_bundle_path_that_is_a_fifo_or_a_folder_is_said_to_be_one() {
         }
     }
 }
+
+/// `worldline ARGS --store STORE` under `umask`, and as user and group
+/// `as_user` when given (root drops to it, as another user of a shared
+/// store), its home and working folder `home`.
+fn worldline_as(
+    store: &Path,
+    args: &[&str],
+    umask: libc::mode_t,
+    as_user: Option<libc::uid_t>,
+    home: &Path,
+) -> common::CliOutput {
+    use std::os::unix::process::CommandExt as _;
+    let mut command = common::cli();
+    command
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .env("HOME", home)
+        .current_dir(home);
+    // SAFETY: async-signal-safe calls only between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            libc::umask(umask);
+            if let Some(id) = as_user
+                && (libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setgid(id) != 0
+                    || libc::setuid(id) != 0)
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    common::CliOutput::of(command.output().expect("cannot start the worldline binary"))
+}
+
+/// The mode bits of `path`.
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// A store shared by a group (umask 002): the run index's files follow
+/// the umask as the store's other files do (SQLite made them 0644
+/// whatever the umask, so another user of the group could not update the
+/// index). An index another user still cannot write (a store made
+/// before) is named with its mode and owner and what to do, not called a
+/// read-only store, and `index` on it is exit 2 before anything is tried
+/// (it said `index: N runs`, exit 0, writing nothing).
+#[test]
+fn a_group_shared_store_s_index_follows_the_umask_and_one_it_cannot_write_is_named() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = temp_dir();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let store = dir.path().join("store");
+    let cases = demo_cases(dir.path());
+    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
+    let args = [
+        "test",
+        s(&cases),
+        "--agent",
+        s(&agent),
+        "--worlds",
+        s(&worlds),
+    ];
+    worldline_as(&store, &args, 0o002, None, dir.path()).expect_code(0);
+    let index = store.join("index.sqlite");
+    for suffix in ["", "-wal", "-shm"] {
+        let file = std::path::PathBuf::from(format!("{}{suffix}", index.display()));
+        if suffix.is_empty() || file.exists() {
+            assert_eq!(mode_of(&file), 0o664, "{}", file.display());
+        }
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    // Another user, who may write the store's folder but not its index
+    // (made 0644 by an earlier worldline).
+    let nobody = 65534;
+    for entry in walk(&store) {
+        let mode = if entry.is_dir() { 0o777 } else { 0o666 };
+        std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let file = std::path::PathBuf::from(format!("{}{suffix}", index.display()));
+        if file.exists() {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+    }
+    let out = worldline_as(&store, &["index"], 0o002, Some(nobody), dir.path());
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains(&format!("{} (mode 0644, owner uid 0", index.display()))
+            && out.stderr.contains("chmod g+w"),
+        "{out}"
+    );
+    // A bundle the index lacks (copied in), which a reader must add.
+    let id = a_run_of(&store);
+    let (stem, last) = id.split_at(id.len() - 1);
+    let copy = format!("{stem}{}", if last == "0" { '1' } else { '0' });
+    let copied = common::bundle_in(&store, &copy);
+    std::fs::copy(common::bundle_in(&store, &id), &copied).unwrap();
+    std::fs::set_permissions(&copied, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = worldline_as(&store, &["runs", "--json"], 0o002, Some(nobody), dir.path());
+    out.expect_code(0);
+    assert_eq!(out.json().as_array().unwrap().len(), 5, "{out}");
+    assert!(
+        out.stderr
+            .contains("cannot be written by this user, though the store's folder can")
+            && !out.stderr.contains("(read-only)"),
+        "{out}"
+    );
+}
+
+/// Every file and folder under `dir`, `dir` too.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut all = vec![dir.to_path_buf()];
+    if dir.is_dir() {
+        for e in std::fs::read_dir(dir).unwrap() {
+            all.extend(walk(&e.unwrap().path()));
+        }
+    }
+    all
+}

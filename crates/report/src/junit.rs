@@ -95,12 +95,23 @@ fn reordering_escaped(xml: String) -> String {
 
 fn test_case(c: &CaseRun, repeat: u64, interrupted: Option<&str>) -> TestCase {
     let Some(shown) = c.shown() else {
-        let mut status = TestCaseStatus::skipped();
-        status.set_message(match interrupted {
-            Some(signal) => format!("not run: {signal} stopped the suite"),
-            None => "not run: --fail-fast stopped the suite after a failure or a collection error"
-                .to_string(),
-        });
+        let status = match c.reason() {
+            // Its only run stopped by the signal (a native one).
+            Some(reason) => {
+                let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+                status.set_message(reason).set_type(c.status());
+                status
+            }
+            None => {
+                let mut status = TestCaseStatus::skipped();
+                status.set_message(match interrupted {
+                    Some(signal) => format!("not run: {signal} stopped the suite"),
+                    None => "not run: --fail-fast stopped the suite after a failure or a collection error"
+                        .to_string(),
+                });
+                status
+            }
+        };
         // The world as classname, as a case that ran has it: CI keys a
         // test's history on classname and name.
         let mut case = TestCase::new(name(&c.name), status);

@@ -512,7 +512,7 @@ fn check_tallies(
                 "{} passes of {} runs with --repeat {}",
                 c.passes, c.runs, s.repeat
             ))
-        } else if c.skipped != (c.runs == 0) {
+        } else if c.skipped != (c.runs == 0 && c.status != "interrupted") {
             Some(format!("skipped is {} with {} runs", c.skipped, c.runs))
         } else if c.passed && (c.skipped || c.passes != c.runs)
             || !c.passed && !c.skipped && c.passes == c.runs && c.status != "interrupted"
@@ -574,6 +574,10 @@ fn line(c: &CaseRun, width: usize, interrupted: Option<&str>) -> String {
     // the line a case, and the terminal took its control characters).
     let name = shown::text(&c.name);
     let Some(shown) = c.shown() else {
+        // Its only run stopped by the signal (a native one), not counted.
+        if let Some(reason) = c.reason() {
+            return format!("STOP  {name:width$}  {} — {reason}", c.status());
+        }
         let why = interrupted.unwrap_or("--fail-fast");
         return format!("SKIP  {name:width$}  ({why}: not run)");
     };

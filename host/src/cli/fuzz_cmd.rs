@@ -97,6 +97,9 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     if args.fuzz_worker.is_some() {
         // First, so that a Ctrl-C as it starts does not end it.
         worldline_engine::native::noted_in_a_worker();
+    } else {
+        // A Ctrl-C before the campaign starts (a compile) is said.
+        worldline_engine::native::said_if_ended_early();
     }
     for (flag, n) in [("--runs", args.runs), ("--repeat", args.repeat)] {
         if n == 0 {

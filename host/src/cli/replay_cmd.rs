@@ -137,6 +137,9 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     if args.verify_worker.is_some() {
         // First, so that a Ctrl-C as it starts does not end it.
         worldline_engine::native::noted_in_a_worker();
+    } else {
+        // A Ctrl-C before the replays start (reading the store) is said.
+        worldline_engine::native::said_if_ended_early();
     }
     // A sample of no runs replays nothing, and a nightly check that
     // replays nothing passed.

@@ -317,7 +317,9 @@ pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {
             ExitCode::Failed
         });
     }
-    store.needs_writing("`index` (it brings the run index on disk up to date)")?;
+    let what = "`index` (it brings the run index on disk up to date)";
+    store.needs_writing(what)?;
+    worldline_store::index::needs_writing(&store, what)?;
     let (rows, sync) = if args.rebuild {
         let (index, sync) = Index::rebuild(&store)?;
         (index.query(&Filter::default())?.len(), sync)

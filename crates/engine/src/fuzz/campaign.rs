@@ -169,19 +169,22 @@ impl Campaign<'_> {
         worker::serve(self.jobs, start, input, output)
     }
 
-    /// Trial `i`, or `None` when a signal came before it began: a run a
-    /// signal stopped before it began is not made (a native one refuses
-    /// to begin), not an error of the campaign.
+    /// Trial `i`, or `None` when a signal came before it began or stopped
+    /// it: a run a signal stopped before it began is not made (a native
+    /// one refuses to begin), not an error of the campaign, and one it
+    /// stopped under way (a native one, `trapped`) is the signal's
+    /// outcome, not the agent's failure (it was counted one).
     fn made(&self, i: u64) -> Result<Option<Trial>> {
         match self.trial(i) {
-            Ok(t) => Ok(Some(t)),
+            Ok(t) => Ok(t),
             Err(_) if crate::native::signals::interrupted().is_some() => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    /// Run one trial: variation `i` (seed index `i / repeat`).
-    fn trial(&self, i: u64) -> Result<Trial> {
+    /// Run one trial: variation `i` (seed index `i / repeat`); `None`
+    /// when a signal stopped it from outside.
+    fn trial(&self, i: u64) -> Result<Option<Trial>> {
         let seed = run_seed(self.seed, i / self.repeat);
         let model_seed = model_seed(seed, i % self.repeat);
         let o = execute(
@@ -198,13 +201,16 @@ impl Campaign<'_> {
                 ..RunOptions::default()
             },
         )?;
+        if o.footer.stopped_from_outside() {
+            return Ok(None);
+        }
         let signature = signature::of(o.footer.status, o.grade.as_ref());
         let faults = if signature.is_some() || self.every_fault {
             realized(&o, &self.faults, seed)
         } else {
             Schedule::default()
         };
-        Ok(Trial {
+        Ok(Some(Trial {
             index: i,
             seed,
             model_seed,
@@ -219,7 +225,7 @@ impl Campaign<'_> {
                 (Some(e), Some(g)) => crate::grade::attack_reached(e, g),
                 _ => false,
             },
-        })
+        }))
     }
 
     /// The variations this machine runs, in order: every one, or the

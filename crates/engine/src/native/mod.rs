@@ -21,6 +21,7 @@ pub mod session;
 pub(crate) mod signals;
 pub use signals::{
     Interrupt, ends_with_this_thread, hold_sigpipe_on_this_thread, noted_in_a_worker,
+    said_if_ended_early,
 };
 pub(crate) mod stdio;
 pub(crate) mod telemetry;

@@ -61,6 +61,32 @@ pub fn noted_in_a_worker() {
     set(note as *const () as libc::sighandler_t);
 }
 
+/// What [`said_if_ended_early`]'s handler writes on stderr.
+static EARLY: [&[u8]; 2] = [
+    b"SIGINT: interrupted before anything ran (nothing was replayed or recorded); the command ends\n",
+    b"SIGTERM: interrupted before anything ran (nothing was replayed or recorded); the command ends\n",
+];
+
+extern "C" fn say_then_end(signal: libc::c_int) {
+    let said = EARLY[usize::from(signal != libc::SIGINT)];
+    // SAFETY: write(2), signal(2) and raise(3) are async-signal-safe; the
+    // message is static.
+    unsafe {
+        libc::write(libc::STDERR_FILENO, said.as_ptr().cast(), said.len());
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+}
+
+/// Until a command that reports as it goes catches them ([`Interrupt`]):
+/// SIGINT and SIGTERM end the process at once, as by default, but saying
+/// so on stderr. `verify` or `fuzz` (`--json`) ended by one while it read
+/// the store or compiled printed nothing at all.
+pub fn said_if_ended_early() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    set(say_then_end as *const () as libc::sighandler_t);
+}
+
 /// Send process `pid` (a worker) the signal that arrived, if one did: its
 /// runs under way stop as this process's do.
 pub(crate) fn pass_on(pid: u32) {
@@ -184,15 +210,18 @@ impl Drop for Running {
     }
 }
 
-/// When a signal arrived: what the process wrote flushed, then the
-/// signal's default action raised again, so the process ends as it would
-/// have (its shell sees what it sent).
+/// When a signal arrived: what the process wrote flushed and the run
+/// index's queued rows committed (as the command's end commits them: an
+/// interrupted `fork --samples` or `fuzz --keep-all` left its last runs
+/// out of the index), then the signal's default action raised again, so
+/// the process ends as it would have (its shell sees what it sent).
 fn end_if_signalled() {
     if !received() {
         return;
     }
     let signal = SIGNAL.load(Ordering::SeqCst);
     let _ = std::io::Write::flush(&mut std::io::stdout());
+    worldline_store::index::close_writers();
     // SAFETY: the default action of a signal that arrived, raised again.
     unsafe {
         libc::signal(signal, libc::SIG_DFL);

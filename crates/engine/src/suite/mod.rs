@@ -200,9 +200,10 @@ impl Attempt {
 }
 
 impl CaseRun {
-    /// Not run: `--fail-fast` or a signal stopped the suite first.
+    /// Not run: `--fail-fast` or a signal stopped the suite first (a
+    /// case whose only run the signal stopped is `interrupted`).
     pub fn skipped(&self) -> bool {
-        self.attempts.is_empty()
+        self.attempts.is_empty() && self.cut.is_none()
     }
 
     /// Every run passed, and it made them all.
@@ -211,9 +212,10 @@ impl CaseRun {
     }
 
     /// Its status: the shown run's, or `interrupted` when each run it made
-    /// passed but a signal cut them short.
+    /// (if any) passed but a signal cut them short.
     pub fn status(&self) -> &'static str {
         match self.shown() {
+            None if self.cut.is_some() => "interrupted",
             None => "skipped",
             Some(a) if a.passed() && self.cut.is_some() => "interrupted",
             Some(a) => a.status(),
@@ -222,7 +224,9 @@ impl CaseRun {
 
     /// Why it did not pass, in one line.
     pub fn reason(&self) -> Option<String> {
-        let shown = self.shown()?;
+        let Some(shown) = self.shown() else {
+            return self.cut.map(|cut| cut.reason(0));
+        };
         match self.cut {
             Some(cut) if shown.passed() => Some(cut.reason(self.attempts.len() as u64)),
             _ => shown.reason(),
@@ -373,14 +377,15 @@ impl Suite<'_> {
     /// group's members recorded as one), their bundles synced with `batch`
     /// into files of `spares`; no repetition starts once `stopped` holds.
     /// An error that stops the suite (the store's) ends them: the runs
-    /// made before it, and it.
+    /// made before it, and it. A run the signal stopped (a native one)
+    /// ends them too, left out, and is said (`true`).
     fn attempts(
         &self,
         e: &Entry,
         repeat: u64,
         (batch, spares): (&SyncBatch, &Spares),
         stopped: &dyn Fn() -> bool,
-    ) -> (Vec<Attempt>, Option<anyhow::Error>) {
+    ) -> (Vec<Attempt>, Option<anyhow::Error>, bool) {
         let mut attempts = Vec::new();
         // The group's id: its first member's run id.
         let mut group_id: Option<String> = None;
@@ -417,12 +422,22 @@ impl Suite<'_> {
                     return (
                         attempts,
                         Some(err.context(format!("running case {}", e.name))),
+                        false,
                     );
                 }
                 Err(err) => Err(format!("{err:#}")),
             };
             if self.group && group_id.is_none() {
                 group_id = outcome.as_ref().ok().and_then(|o| o.run_id.clone());
+            }
+            // A native run the signal stopped is not the agent's to
+            // count (it was a `trapped` failure): the case is cut short
+            // there, as a component run's case is before its next run.
+            if outcome
+                .as_ref()
+                .is_ok_and(|o| o.footer.stopped_from_outside())
+            {
+                return (attempts, None, true);
             }
             let mut attempt = Attempt::kept(&e.case, outcome, t.elapsed());
             // Kept whole: the first run and the first that did not
@@ -434,7 +449,7 @@ impl Suite<'_> {
             }
             attempts.push(attempt);
         }
-        (attempts, None)
+        (attempts, None, false)
     }
 
     /// Run every case on `jobs` threads, reporting each step to `sink`
@@ -481,26 +496,27 @@ impl Suite<'_> {
             let cases = par_map(self.cases.len(), self.jobs, |i| {
                 let e = &self.cases[i];
                 let skipped = self.fail_fast && stop.load(Ordering::Relaxed);
-                let attempts = if skipped || interrupted().is_some() || is_halted() {
-                    Vec::new()
+                let (attempts, stopped) = if skipped || interrupted().is_some() || is_halted() {
+                    (Vec::new(), false)
                 } else {
                     sink(SuiteEvent::CaseStarted {
                         index: e.index,
                         name: &e.name,
                     });
-                    let (attempts, error) = self.attempts(e, repeat, (&batch, &spares), &|| {
-                        interrupted().is_some() || is_halted()
-                    });
+                    let (attempts, error, stopped) =
+                        self.attempts(e, repeat, (&batch, &spares), &|| {
+                            interrupted().is_some() || is_halted()
+                        });
                     if let Some(error) = error {
                         (halted.lock().unwrap_or_else(|e| e.into_inner())).get_or_insert(error);
                     }
-                    attempts
+                    (attempts, stopped)
                 };
                 let made = attempts.len() as u64;
                 // A signal, or the error that stopped the suite.
                 let stopper =
                     || interrupted().or_else(|| is_halted().then_some("the store's error"));
-                let cut = (made > 0 && made < repeat)
+                let cut = ((made > 0 || stopped) && made < repeat)
                     .then(stopper)
                     .flatten()
                     .map(|signal| Cut { signal, of: repeat });

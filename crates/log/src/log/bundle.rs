@@ -344,6 +344,13 @@ pub struct Footer {
 }
 
 impl Footer {
+    /// Stopped from outside (a native run a signal to worldline ended):
+    /// `trapped` and not replayable. Its outcome is the signal's, not the
+    /// agent's, so a suite or campaign does not count it as a failure.
+    pub fn stopped_from_outside(&self) -> bool {
+        self.status == Status::Trapped && !self.replayable
+    }
+
     /// The recorded grade's verdict (`passed`/`failed`), if the run was graded.
     pub fn verdict(&self) -> Option<&'static str> {
         let passed = self.grade.as_ref()?.get("passed")?.as_bool()?;

@@ -132,10 +132,73 @@ fn named_if_full(store: &StoreDir, e: anyhow::Error) -> anyhow::Error {
 }
 
 /// Why the index on disk cannot be written.
-#[derive(Clone, Copy)]
 enum Unwritable {
     ReadOnly,
     Full,
+    /// The store's folder can be written, its index's files not (another
+    /// user's, not group-writable): they, their modes and owners.
+    Files(String),
+}
+
+/// The files of the index at `path` (`index.sqlite`, its `-wal`, `-shm`)
+/// this process may not write, each with its mode and owner; `None` when
+/// each may be written (or is absent).
+fn unwritable_files(path: &Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt as _;
+    use std::os::unix::fs::MetadataExt as _;
+    let files: Vec<String> = ["", "-wal", "-shm"]
+        .iter()
+        .filter_map(|suffix| {
+            let file = PathBuf::from(format!("{}{suffix}", path.display()));
+            let meta = file.metadata().ok()?;
+            let c = std::ffi::CString::new(file.as_os_str().as_bytes()).ok()?;
+            // SAFETY: `c` is a NUL-terminated string that outlives the call.
+            let writable = unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 };
+            (!writable).then(|| {
+                format!(
+                    "{} (mode {:04o}, owner uid {}, group gid {})",
+                    file.display(),
+                    meta.mode() & 0o7777,
+                    meta.uid(),
+                    meta.gid()
+                )
+            })
+        })
+        .collect();
+    (!files.is_empty()).then(|| files.join(", "))
+}
+
+/// SQLite's "attempt to write a readonly database" for the index at
+/// `path` said with the files it could not write and what to do.
+pub(crate) fn named_if_unwritable(e: anyhow::Error, path: &Path) -> anyhow::Error {
+    match unwritable_files(path).filter(|_| is_read_only(&e)) {
+        Some(files) => e.context(unwritable_said(&files)),
+        None => e,
+    }
+}
+
+/// What to do about [`unwritable_files`].
+fn unwritable_said(files: &str) -> String {
+    format!(
+        "the run index's files {files} cannot be written by this user, though the store's folder can: have their owner make them group-writable (`chmod g+w`), or remove them (the index is a cache of the bundles: the next command makes it again, with the umask's mode)"
+    )
+}
+
+/// Refuse `what` (a command that writes the run index on disk) when this
+/// process may write the store's folder but not the index's files,
+/// naming them, their modes and owners, before anything is tried.
+pub fn needs_writing(store: &StoreDir, what: &str) -> Result<()> {
+    match unwritable_files(&index_path(store)) {
+        Some(files) => Err(worldline_case::error::InputError::new(
+            index_path(store),
+            format!(
+                "{what} writes the run index, but {}",
+                unwritable_said(&files)
+            ),
+        )
+        .into()),
+        None => Ok(()),
+    }
 }
 
 /// Whether SQLite's error somewhere in `e`'s chain is one of `codes`.
@@ -145,6 +208,19 @@ fn sqlite_said(e: &anyhow::Error, codes: &[rusqlite::ErrorCode]) -> bool {
             .and_then(rusqlite::Error::sqlite_error_code)
             .is_some_and(|code| codes.contains(&code))
     })
+}
+
+/// Make the index file, empty (SQLite reads that as an empty database),
+/// when it is missing: with the mode the umask gives, as the store's other
+/// files have. SQLite makes a missing file 0644 whatever the umask, and
+/// its log and shared memory take the file's mode, so another user of a
+/// group-shared store (umask 002) could not write the index. A file that
+/// cannot be made here is left to SQLite's open, which says why.
+fn made_by_the_umask(path: &Path) {
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path);
 }
 
 fn index_path(store: &StoreDir) -> PathBuf {
@@ -191,6 +267,7 @@ impl Index {
             )
             .into());
         }
+        made_by_the_umask(path);
         let conn = Connection::open(path)
             .with_context(|| format!("opening the run index {}", path.display()))?;
         conn.busy_timeout(BUSY)?;
@@ -269,15 +346,19 @@ impl Index {
         let s = index.sync()?;
         // Said once: a server (`ui`) opens the index for every request.
         static SAID: std::sync::Once = std::sync::Once::new();
-        SAID.call_once(|| {
-            ::log::info!(
+        SAID.call_once(|| match why {
+            Unwritable::Files(files) => ::log::info!(
+                "{}, so the run index is read from the bundles in memory",
+                unwritable_said(&files)
+            ),
+            _ => ::log::info!(
                 "{} cannot be written here ({}), so its run index is read from its bundles in memory",
                 store.root.display(),
                 match why {
-                    Unwritable::ReadOnly => "read-only",
                     Unwritable::Full => "the disk is full",
+                    _ => "read-only",
                 }
-            );
+            ),
         });
         Ok((index, s))
     }
@@ -304,7 +385,11 @@ impl Index {
             Ok((i, Sync { checked, ..s }))
         });
         match attempt {
-            Err(e) if is_read_only(&e) => Index::in_memory(store, Unwritable::ReadOnly),
+            Err(e) if is_read_only(&e) => {
+                let why = unwritable_files(&index_path(store))
+                    .map_or(Unwritable::ReadOnly, Unwritable::Files);
+                Index::in_memory(store, why)
+            }
             // A full disk: the commands that read the store, and `gc`,
             // which frees its space, still work (they failed, exit 4).
             Err(e) if is_full(&e) => Index::in_memory(store, Unwritable::Full),
@@ -346,7 +431,9 @@ impl Index {
     /// (`index --check`). SQLite writes even to read an index kept with a
     /// log, so a store this process cannot write is refused, naming it.
     pub fn check_on_disk(store: &StoreDir) -> Result<Check> {
-        store.needs_writing("`index --check` (SQLite opens the run index on disk for writing, even to read it; `worldline runs` reads the store here)")?;
+        let what = "`index --check` (SQLite opens the run index on disk for writing, even to read it; `worldline runs` reads the store here)";
+        store.needs_writing(what)?;
+        needs_writing(store, what)?;
         Index::connect(store)
             .and_then(|index| index.check_rows())
             .map_err(|e| named_if_full(store, e))

@@ -208,7 +208,10 @@ fn writer_of<'a>(
     Ok(match writers.entry(index_path(store)) {
         std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
         std::collections::btree_map::Entry::Vacant(v) => v.insert(Writer {
-            index: Arc::new(Mutex::new(Index::connect(store)?)),
+            index: Arc::new(Mutex::new(
+                Index::connect(store)
+                    .map_err(|e| super::named_if_unwritable(e, &index_path(store)))?,
+            )),
             queued: Vec::new(),
         }),
     })
@@ -224,7 +227,8 @@ fn commit(path: &Path) -> Result<()> {
         };
         (writer.index.clone(), std::mem::take(&mut writer.queued))
     };
-    let saved = lock_index(&index).upsert_all(&rows);
+    let saved =
+        (lock_index(&index).upsert_all(&rows)).map_err(|e| super::named_if_unwritable(e, path));
     if saved.is_err() {
         // Maybe the file was replaced (a rebuild): open it afresh next time.
         let mut writers = lock_writers();
