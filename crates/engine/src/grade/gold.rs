@@ -325,6 +325,7 @@ mod tests {
         let broken: GoldState = Err(GoldFailure {
             step: Some(1),
             message: "gold call 1 (x) failed".into(),
+            machine: false,
         });
         assert_eq!(
             assertion(&expect(&[]), Equality::default(), Some(&broken), &agent).actual,
