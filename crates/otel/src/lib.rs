@@ -416,9 +416,12 @@ fn model_span(
     opts: &Options,
 ) -> (String, Vec<KeyValue>) {
     // The model the provider was asked for: the body it was sent names
-    // it (the case's `[model] model` over the agent's), else the agent's.
-    let sent =
-        (answer.model_call.as_ref()).and_then(|c| c.detail.get("rendered")?.get("model")?.as_str());
+    // it (the case's `[model] model` over the agent's), else the agent's;
+    // from rules 11 the body is recorded as what it changed (decision 0430).
+    let sent = (answer.model_call.as_ref()).and_then(|c| {
+        let body = (c.detail.get("rendered")).or(c.detail.get("rendered_changes")?.get("set"));
+        body?.get("model")?.as_str()
+    });
     let requested = sent.or(request.model()).unwrap_or("").to_string();
     let mut attrs = vec![
         text("gen_ai.operation.name", "chat"),
