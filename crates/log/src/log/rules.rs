@@ -266,7 +266,8 @@ pub const MODEL_REQUEST_MUST_BE_AN_OBJECT: u32 = 10;
 /// records the body it sent as what it changed in the agent's request
 /// (`model_call.rendered_changes`: the keys it set, those it removed),
 /// not whole (`model_call.rendered`), so a run of N calls records O(N)
-/// bytes; readers of whole events put `rendered` back (decision 0430).
+/// bytes; `show --at` and the UI's event page put `rendered` back
+/// (decision 0430).
 /// Under 10 every call recorded the whole conversation it sent again.
 pub const RENDERED_AS_CHANGES: u32 = 11;
 
