@@ -837,3 +837,27 @@ fn a_long_run_s_redacted_pages_grow_with_the_run_not_its_square() {
         4 * N
     );
 }
+
+/// `otel --content` writes each request as it is made: its peak memory
+/// is under what it writes (~64 MB writing 104 MB here). It held every
+/// span of the run, then every request, then their bytes: over twice its
+/// output (9 GB for a 2,000-call run); with `--content` each model
+/// call's span carries its whole conversation, so the output grows as
+/// N².
+#[test]
+fn otel_with_content_writes_each_batch_as_it_is_made() {
+    const N: usize = 300;
+    let dir = common::temp_dir();
+    let (worlds, case) = long::write(dir.path(), N);
+    let store = dir.path().join("store");
+    let (_, _, out) = long::record(&store, &worlds, &case);
+    let id = out["run_id"].as_str().unwrap();
+    let file = dir.path().join("content.pb");
+    let args = ["otel", id, "--content", "-o", file.to_str().unwrap()];
+    let (_, kib, _) = long::measured(&store, &args);
+    let bytes = std::fs::metadata(&file).unwrap().len();
+    assert!(
+        kib * 1024 < bytes,
+        "otel --content of {N} calls peaked at {kib} KiB writing {bytes} bytes"
+    );
+}

@@ -344,7 +344,12 @@ fn an_openai_run_is_recorded_in_full_and_replays_with_the_server_stopped() {
     assert_eq!(e["request"]["request"], ask("one"));
     let m = &e["response"]["model_call"];
     assert_eq!(m["provider"], "openai");
-    assert_eq!(m["rendered"]["model"], "local-llm");
+    // From rules 11 the body sent is recorded as what it changed in the
+    // request (decision 0430).
+    assert_eq!(
+        m["rendered_changes"],
+        json!({"set": {"model": "local-llm"}})
+    );
     assert_eq!(m["model"], "local-llm-7b-q4");
     assert_eq!(m["version"], "fp_local_42");
     assert_eq!(
@@ -1791,4 +1796,125 @@ fn a_request_naming_no_model_is_told_the_flag_that_names_one() {
     let message = e["response"]["error"]["message"].as_str().unwrap();
     assert!(message.contains("no model named"), "{message}");
     assert!(message.contains("--model-set model=NAME"), "{message}");
+}
+
+/// A completion asking for document `i` (the long-horizon world's
+/// `get_doc`).
+fn doc_call(i: usize) -> Reply {
+    let body = json!({
+        "id": format!("chatcmpl-{i}"),
+        "object": "chat.completion",
+        "created": 1_772_366_400,
+        "model": "local-llm-7b-q4",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant",
+            "content": null,
+            "tool_calls": [{"id": format!("call_{i}"), "type": "function", "function": {"name": "get_doc", "arguments": json!({"id": format!("D-{i}")}).to_string()}}],
+        }}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
+    });
+    Reply::Http(200, body.to_string(), Vec::new())
+}
+
+/// A run of `n` calls of the looper agent against a live endpoint: its
+/// store, run id and bundle's bytes.
+fn live_long_run(root: &Path, n: usize) -> (PathBuf, String, u64) {
+    let dir = root.join(format!("n{n}"));
+    let (worlds, _) = common::long::write(&dir, n);
+    let mut replies: Vec<Reply> = (0..n - 1).map(doc_call).collect();
+    replies.push(completion("All read."));
+    let server = Server::start(replies);
+    let case = write_case(
+        &dir,
+        "live",
+        &format!(
+            "world = \"library@v1\"\nseed = 40\nclock = 2026-03-01T12:00:00Z\ntask = {{ prompt = \"Read every document.\" }}\n\n[limits]\ntimeout_ms = 3_600_000\n\n[model]\n{}\n",
+            openai_model(&server, "")
+        ),
+    );
+    let store = dir.join("store");
+    let agent = guest("looper-agent");
+    let args = [
+        OsStr::new("run"),
+        case.as_os_str(),
+        OsStr::new("--agent"),
+        agent.as_os_str(),
+        OsStr::new("--worlds"),
+        worlds.as_os_str(),
+        OsStr::new("--json"),
+        OsStr::new("--store"),
+        store.as_os_str(),
+    ];
+    let out = worldline_env(args, &[(KEY_VAR, KEY)]);
+    out.expect_code(0);
+    assert_eq!(server.seen().len(), n, "{out}");
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let bytes = std::fs::metadata(out.bundle()).unwrap().len();
+    (store, id, bytes)
+}
+
+/// Decision 0430: a live model's call records the body it sent as what
+/// it changed in the agent's request (which the event holds compact), so
+/// twice the calls record about twice the bytes, not four times; the run
+/// replays `identical` and `show --at` gives the body whole. Under rules
+/// 10 each call recorded the whole conversation it sent again.
+#[test]
+fn a_live_model_s_run_records_bytes_linear_in_its_calls_from_rules_11() {
+    let dir = temp_dir();
+    let (_, _, short) = live_long_run(dir.path(), 40);
+    let (store, id, long) = live_long_run(dir.path(), 80);
+    assert!(
+        (long as f64) < 2.5 * short as f64,
+        "40 calls recorded {short} bytes, 80 calls {long}"
+    );
+    let replay = worldline(&store, ["replay", &id, "--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+
+    // The last model call's body, put back whole: the case's model, the
+    // whole conversation it sent.
+    let events = model_events(&common::bundle_in(&store, &id));
+    let last = events.last().unwrap();
+    let changes = &last["response"]["model_call"]["rendered_changes"];
+    assert_eq!(changes["set"], json!({"model": "local-llm"}), "{changes}");
+    assert!(last["response"]["model_call"].get("rendered").is_none());
+    let seq = last["seq"].to_string();
+    let shown = worldline(&store, ["show", &id, "--at", &seq, "--json"]);
+    shown.expect_code(0);
+    let text = shown.stdout.clone();
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let body = find_key(&doc, "rendered").unwrap_or_else(|| panic!("no body in {text}"));
+    assert_eq!(body["model"], "local-llm");
+    assert_eq!(body["messages"].as_array().unwrap().len(), 2 + 2 * 79);
+}
+
+/// Rules 11 is the run's (decision 0423): a run recorded under rules 10
+/// (`tests/bundles/before-rules-11/live.json`) keeps each body sent whole
+/// and replays `identical`.
+#[test]
+fn a_live_model_s_run_before_rules_11_keeps_its_bodies_whole_and_replays() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let old = common::imported_fixture(&store, "before-rules-11", "live.json");
+    let events = model_events(&common::bundle_in(&store, &old));
+    assert_eq!(events.len(), 2);
+    for e in &events {
+        let call = &e["response"]["model_call"];
+        assert!(call.get("rendered_changes").is_none(), "{call}");
+        let mut body = e["request"]["request"].clone();
+        body.as_object_mut().unwrap().remove("stream");
+        body["model"] = json!("local-llm");
+        assert_eq!(call["rendered"], body);
+    }
+}
+
+/// The first value under `key` anywhere in `v`.
+fn find_key<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    match v {
+        Value::Object(m) => m
+            .get(key)
+            .or_else(|| m.values().find_map(|x| find_key(x, key))),
+        Value::Array(a) => a.iter().find_map(|x| find_key(x, key)),
+        _ => None,
+    }
 }

@@ -22,7 +22,7 @@
 pub mod send;
 mod user;
 
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+pub use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{
     AnyValue, ArrayValue, InstrumentationScope, KeyValue, any_value,
 };
@@ -132,10 +132,17 @@ pub fn ids_of(run_id: &str, b: &HeldBundle) -> (Vec<u8>, Vec<u8>) {
     )
 }
 
-/// The spans of one run: each event as a span reads it (`Held::shown`),
-/// or put back whole one at a time when the spans carry the messages or
-/// a redactor reads the events whole.
-pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Options) -> Vec<Span> {
+/// The spans of one run, each handed to `emit` as it is made, until
+/// `emit` says to stop (`false`): each event as a span reads it
+/// (`Held::shown`), or put back whole one at a time when the spans carry
+/// the messages or a redactor reads the events whole. Nothing holds the
+/// run's spans (a long run's with `--content` are gigabytes).
+fn each_span(
+    run: &mut RunView,
+    mut redactor: Option<&mut Redactor>,
+    opts: &Options,
+    emit: &mut dyn FnMut(Span) -> bool,
+) {
     let b = &mut run.bundle;
     let chain = chain_of(b);
     let (trace_id, root_id) = ids_of(&run.run_id, b);
@@ -182,7 +189,7 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
     if b.header.redacted.is_some() {
         attrs.push(text("worldline.redacted_copy", "true"));
     }
-    let mut out = vec![Span {
+    let root = Span {
         trace_id: trace_id.clone(),
         span_id: root_id.clone(),
         name: format!("invoke_agent {case}"),
@@ -205,7 +212,10 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
                 .unwrap_or_default(),
         }),
         ..Span::default()
-    }];
+    };
+    if !emit(root) {
+        return;
+    }
     let mut clock = RunClock::new(b.header.rules.unwrap_or(0));
     let whole = opts.content || redactor.is_some();
     // The latest model answer's tool calls not yet made: a tool span
@@ -257,7 +267,7 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
                         ));
                         attrs.push(text("gen_ai.tool.call.result", result));
                     }
-                    out.push(Span {
+                    let tool = Span {
                         trace_id: trace_id.clone(),
                         span_id: id(8, &["span", &chain, &e.seq.to_string(), &a.id]),
                         parent_span_id: root_id.clone(),
@@ -267,7 +277,10 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
                         end_time_unix_nano: at(start.max(answered_at)),
                         attributes: attrs,
                         ..Span::default()
-                    });
+                    };
+                    if !emit(tool) {
+                        return;
+                    }
                 }
                 // An answer the agent went on without asked it for nothing.
                 if !gone.contains_key(&e.seq) {
@@ -325,18 +338,23 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
         match kind {
             Some(Kind::UserToolsCall) => user_calls.push(span),
             Some(Kind::UserSay) => {
-                out.push(span);
-                out.extend(user_calls.drain(..).map(|c| Span {
+                let calls = user_calls.drain(..).map(|c| Span {
                     parent_span_id: span_id.clone(),
                     ..c
-                }));
+                });
+                if !std::iter::once(span).chain(calls).all(&mut *emit) {
+                    return;
+                }
             }
-            _ => out.push(span),
+            _ => {
+                if !emit(span) {
+                    return;
+                }
+            }
         }
     }
     // Calls of a turn the run ended before (killed as the user answered).
-    out.extend(user_calls);
-    out
+    user_calls.into_iter().all(emit);
 }
 
 /// A tool or model call's span: its name, GenAI attributes and error.
@@ -416,9 +434,12 @@ fn model_span(
     opts: &Options,
 ) -> (String, Vec<KeyValue>) {
     // The model the provider was asked for: the body it was sent names
-    // it (the case's `[model] model` over the agent's), else the agent's.
-    let sent =
-        (answer.model_call.as_ref()).and_then(|c| c.detail.get("rendered")?.get("model")?.as_str());
+    // it (the case's `[model] model` over the agent's), else the agent's;
+    // from rules 11 the body is recorded as what it changed (decision 0430).
+    let sent = (answer.model_call.as_ref()).and_then(|c| {
+        let body = (c.detail.get("rendered")).or(c.detail.get("rendered_changes")?.get("set"));
+        body?.get("model")?.as_str()
+    });
     let requested = sent.or(request.model()).unwrap_or("").to_string();
     let mut attrs = vec![
         text("gen_ai.operation.name", "chat"),
@@ -530,49 +551,115 @@ pub const BATCH_SPANS: usize = 512;
 /// conversation's messages with `--content`) is a request of its own.
 pub const BATCH_BYTES: usize = 4 << 20;
 
-/// The OTLP requests carrying the spans of `runs`, in order, batched as
-/// the OpenTelemetry SDK's BatchSpanProcessor exports: at most
-/// [`BATCH_SPANS`] spans and [`BATCH_BYTES`] bytes each. A long run was
-/// one request (past 64 MiB for a long run with `--content`), which
-/// collectors and `case from-trace` refused; a backend joins a run's
-/// spans by its trace id whichever request brought them.
-pub fn requests(
+/// What [`export`] sent: how many requests and spans.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sent {
+    pub requests: usize,
+    pub spans: usize,
+}
+
+/// Export the spans of `runs`, in order, as OTLP requests handed to
+/// `send` one at a time as each is full, batched as the OpenTelemetry
+/// SDK's BatchSpanProcessor exports: at most [`BATCH_SPANS`] spans and
+/// [`BATCH_BYTES`] bytes each (one request when there are no spans). A
+/// long run was one request (past 64 MiB for a long run with
+/// `--content`), which collectors and `case from-trace` refused; a
+/// backend joins a run's spans by its trace id whichever request brought
+/// them. Memory is one request's spans, not the runs' (every span of
+/// every run was held, then every request: 9 GB for a 2,000-call run with
+/// `--content`). The first error of `send` stops the export and is
+/// returned.
+pub fn export<E>(
     runs: &mut [RunView],
     mut redactor: Option<&mut Redactor>,
     opts: &Options,
-) -> Vec<ExportTraceServiceRequest> {
-    let spans = runs
-        .iter_mut()
-        .flat_map(|r| spans(r, redactor.as_deref_mut(), opts))
-        .collect();
-    batches(spans, BATCH_SPANS, BATCH_BYTES)
+    send: impl FnMut(ExportTraceServiceRequest) -> Result<(), E>,
+) -> Result<Sent, E> {
+    let mut batcher = Batcher::new(BATCH_SPANS, BATCH_BYTES, send);
+    for run in runs {
+        each_span(run, redactor.as_deref_mut(), opts, &mut |s| batcher.push(s));
+        if batcher.failed.is_some() {
+            break;
+        }
+    }
+    batcher.finish()
 }
 
-/// `spans` in requests of at most `max_spans` spans and `max_bytes` bytes
-/// (a span larger than that alone); one request when there are none.
-fn batches(spans: Vec<Span>, max_spans: usize, max_bytes: usize) -> Vec<ExportTraceServiceRequest> {
-    use prost::Message as _;
-    // The resource and scope around the spans, and room for the two
-    // lengths around them to grow to their longest (5 bytes each up to
-    // 32 GiB, from 1).
-    let envelope = request_of(Vec::new()).encoded_len() + 8;
-    let mut out = Vec::new();
-    let mut batch = Vec::new();
-    let mut bytes = envelope;
-    for span in spans {
+/// Spans gathered into requests of at most `max_spans` spans and
+/// `max_bytes` bytes (a span larger than that alone), each handed to
+/// `send` when the next span would not fit.
+struct Batcher<F, E> {
+    max_spans: usize,
+    max_bytes: usize,
+    /// The bytes of a request without spans.
+    envelope: usize,
+    batch: Vec<Span>,
+    bytes: usize,
+    send: F,
+    sent: Sent,
+    failed: Option<E>,
+}
+
+impl<F: FnMut(ExportTraceServiceRequest) -> Result<(), E>, E> Batcher<F, E> {
+    fn new(max_spans: usize, max_bytes: usize, send: F) -> Self {
+        use prost::Message as _;
+        // The resource and scope around the spans, and room for the two
+        // lengths around them to grow to their longest (5 bytes each up
+        // to 32 GiB, from 1).
+        let envelope = request_of(Vec::new()).encoded_len() + 8;
+        Batcher {
+            max_spans,
+            max_bytes,
+            envelope,
+            batch: Vec::new(),
+            bytes: envelope,
+            send,
+            sent: Sent::default(),
+            failed: None,
+        }
+    }
+
+    /// Add `span`, sending the batch before it when it would not fit;
+    /// `false` once a send failed (nothing more is sent).
+    fn push(&mut self, span: Span) -> bool {
         // `ScopeSpans.spans` is field 2.
         let n = prost::encoding::message::encoded_len(2, &span);
-        if !batch.is_empty() && (batch.len() >= max_spans || bytes + n > max_bytes) {
-            out.push(request_of(std::mem::take(&mut batch)));
-            bytes = envelope;
+        let full = self.batch.len() >= self.max_spans || self.bytes + n > self.max_bytes;
+        if !self.batch.is_empty() && full && !self.flush() {
+            return false;
         }
-        bytes += n;
-        batch.push(span);
+        self.bytes += n;
+        self.batch.push(span);
+        self.sent.spans += 1;
+        true
     }
-    if !batch.is_empty() || out.is_empty() {
-        out.push(request_of(batch));
+
+    /// Send the batch; `false` when it failed.
+    fn flush(&mut self) -> bool {
+        let spans = std::mem::take(&mut self.batch);
+        self.bytes = self.envelope;
+        match (self.send)(request_of(spans)) {
+            Ok(()) => {
+                self.sent.requests += 1;
+                true
+            }
+            Err(e) => {
+                self.failed = Some(e);
+                false
+            }
+        }
     }
-    out
+
+    /// Send what is left (a request without spans when none was sent).
+    fn finish(mut self) -> Result<Sent, E> {
+        if self.failed.is_none() && (!self.batch.is_empty() || self.sent.requests == 0) {
+            self.flush();
+        }
+        match self.failed {
+            Some(e) => Err(e),
+            None => Ok(self.sent),
+        }
+    }
 }
 
 /// One OTLP request of `spans`, under worldline's resource and scope.
@@ -607,6 +694,8 @@ mod tests {
 
     /// Spans are batched by count and by body size, in order, each
     /// request's body within the bound unless one span alone exceeds it.
+    /// Each request is sent as it is full, before the spans after it are
+    /// given.
     #[test]
     fn spans_are_batched_by_count_and_size() {
         use prost::Message as _;
@@ -626,6 +715,35 @@ mod tests {
                 })
                 .collect()
         };
+        let batches = |spans: Vec<Span>, max_spans, max_bytes| {
+            let mut out = Vec::new();
+            let mut b = Batcher::new(max_spans, max_bytes, |r| {
+                out.push(r);
+                Ok::<(), ()>(())
+            });
+            for s in spans {
+                assert!(b.push(s));
+            }
+            let sent = b.finish().unwrap();
+            assert_eq!(sent.requests, out.len());
+            out
+        };
+        // Lazily: the first request is sent when the fourth span comes.
+        let mut sent = 0;
+        let mut b = Batcher::new(3, 1 << 20, |_| {
+            sent += 1;
+            Ok::<(), ()>(())
+        });
+        for i in 0..3 {
+            b.push(span(i, 1));
+        }
+        b.push(span(3, 1));
+        drop(b);
+        assert_eq!(sent, 1, "the first batch went when it was full");
+        let mut failing = Batcher::new(1, 1 << 20, |_| Err("refused"));
+        assert!(failing.push(span(0, 1)));
+        assert!(!failing.push(span(1, 1)), "a failed send stops the rest");
+        assert_eq!(failing.finish(), Err("refused"));
         let by_count = batches((0..7).map(|i| span(i, 1)).collect(), 3, 1 << 20);
         assert_eq!(names(&by_count), [vec![0, 1, 2], vec![3, 4, 5], vec![6]]);
         // 1,000-byte spans under a 2,500-byte bound: two a request; a

@@ -1,13 +1,12 @@
-//! Delivering OTLP trace requests (a run's spans in batches): each POSTed
-//! to an OTLP/HTTP endpoint as protobuf (`<endpoint>/v1/traces`), or all
-//! written to a file one after another.
+//! Delivering OTLP trace requests (a run's spans in batches), each as it
+//! is made: POSTed to an OTLP/HTTP endpoint as protobuf
+//! (`<endpoint>/v1/traces`), or written to a file after the one before.
 
 use anyhow::Result;
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
 use prost::Message as _;
-use std::path::Path;
 use std::time::Duration;
 use worldline_case::error::InputError;
 
@@ -101,33 +100,56 @@ fn partial_success(content_type: &str, body: &[u8]) -> (u64, Option<String>) {
     )
 }
 
-/// POST the requests to [`traces_url`]'s URL, one after another, each
-/// given [`LIMIT`]; the collector's answers on success: the last status,
-/// the spans rejected in all, and the first message it gave. A request it
-/// refuses stops the rest, and the error says which it was.
-pub fn post(url: &reqwest::Url, reqs: &[ExportTraceServiceRequest]) -> Result<Answered> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let client = reqwest::Client::builder()
-        .user_agent(concat!("worldline/", env!("CARGO_PKG_VERSION")))
-        .build()?;
-    let mut all = Answered::default();
-    for (i, req) in reqs.iter().enumerate() {
-        // Which request failed, when there were several (those before it
-        // were taken).
-        let which = match (reqs.len(), i) {
-            (1, _) => String::new(),
-            (n, 0) => format!(" (request 1 of {n}, the first)"),
-            (n, i) => format!(" (request {} of {n}; the {i} before it were taken)", i + 1),
-        };
-        let one = post_one(&rt, &client, url, req.encode_to_vec())
-            .map_err(|e| InputError::new(shown(url), format!("{}{which}", e.message)))?;
-        all.status = one.status;
-        all.rejected_spans += one.rejected_spans;
-        all.message = all.message.or(one.message);
+/// POSTs requests to [`traces_url`]'s URL one after another as they are
+/// made, each given [`LIMIT`], and gathers the collector's answers.
+pub struct Poster {
+    rt: tokio::runtime::Runtime,
+    client: reqwest::Client,
+    url: reqwest::Url,
+    sent: usize,
+    all: Answered,
+}
+
+impl Poster {
+    pub fn new(url: &reqwest::Url) -> Result<Self> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("worldline/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Poster {
+            rt,
+            client,
+            url: url.clone(),
+            sent: 0,
+            all: Answered::default(),
+        })
     }
-    Ok(all)
+
+    /// POST `req`. A request the collector refuses is an error saying
+    /// which it was when others were taken before it (then nothing more
+    /// should be sent).
+    pub fn post(&mut self, req: &ExportTraceServiceRequest) -> Result<(), InputError> {
+        let which = match self.sent {
+            0 => String::new(),
+            n => format!(" (request {}; the {n} before it were taken)", n + 1),
+        };
+        let url = &self.url;
+        let one = post_one(&self.rt, &self.client, url, req.encode_to_vec())
+            .map_err(|e| InputError::new(shown(url), format!("{}{which}", e.message)))?;
+        self.sent += 1;
+        self.all.status = one.status;
+        self.all.rejected_spans += one.rejected_spans;
+        self.all.message = self.all.message.take().or(one.message);
+        Ok(())
+    }
+
+    /// The collector's answers: the last status, the spans rejected in
+    /// all, and the first message it gave.
+    pub fn answered(self) -> Answered {
+        self.all
+    }
 }
 
 /// POST one request's body.
@@ -207,28 +229,13 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The requests' protobuf bodies one after another: what protobuf reads
-/// as one request holding every batch's resource spans (concatenated
-/// messages merge, their lists joined), as `case from-trace` reads it.
-fn concatenated(reqs: &[ExportTraceServiceRequest]) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(reqs.iter().map(|r| r.encoded_len()).sum());
-    for r in reqs {
-        r.encode(&mut bytes).expect("a Vec grows");
-    }
-    bytes
-}
-
-/// Write the requests as OTLP protobuf bytes, one after another (a new
-/// file, or a regular one replaced).
-pub fn write(path: &Path, reqs: &[ExportTraceServiceRequest]) -> Result<()> {
-    Ok(worldline_case::output::write(path, &concatenated(reqs))?)
-}
-
-/// The requests as [`write`] writes them, for a writer the caller holds
-/// (`otel -o -`: stdout).
-pub fn to_writer(out: &mut impl std::io::Write, reqs: &[ExportTraceServiceRequest]) -> Result<()> {
-    out.write_all(&concatenated(reqs))?;
-    Ok(out.flush()?)
+/// Write `req`'s protobuf body to `out`: the bodies of an export's
+/// requests one after another are what protobuf reads as one request
+/// holding every batch's resource spans (concatenated messages merge,
+/// their lists joined), as `case from-trace` reads it.
+pub fn write_one(out: &mut dyn std::io::Write, req: &ExportTraceServiceRequest) -> Result<()> {
+    out.write_all(&req.encode_to_vec())?;
+    Ok(())
 }
 
 #[cfg(test)]

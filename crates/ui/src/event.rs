@@ -136,6 +136,8 @@ pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> R
     let Some(mut e) = whole.map(std::borrow::Cow::into_owned) else {
         return Err(no_event(&id, n, rec.event_count()));
     };
+    // The body it sent, whole as a run before rules 11 recorded it.
+    worldline_log::log::rendered::put_back(&mut e);
     // One redactor for the page, which first learns what the whole run
     // hides (this event may quote a value a later one hides), as
     // `history` and the run's page do.

@@ -179,7 +179,7 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
     let count = rec.event_count();
     let held = rec.held.as_mut().expect("read held");
     // The flag is what is wrong, as `fork --at` names it (the bundle was).
-    let Some(event) = held.event(args.at).map(std::borrow::Cow::into_owned) else {
+    let Some(mut event) = held.event(args.at).map(std::borrow::Cow::into_owned) else {
         return Err(InputError::new(
             "--at",
             format!(
@@ -189,6 +189,8 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
         )
         .into());
     };
+    // The body it sent, whole as a run before rules 11 recorded it.
+    worldline_log::log::rendered::put_back(&mut event);
     // Whether the agent went on without the event's answer is told by the
     // events after it: read them all for an answer over HTTP.
     let gone = match delivery::over_http(&event) {
@@ -202,7 +204,6 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
     };
     let mut state = final_state(&rec.case.world.initial, &rec.events()[..=args.at as usize]);
     let state_hash = state.hash();
-    let mut event = event;
     let redacted = match redactor {
         Some(mut r) => {
             let held = rec.held.as_mut().expect("read held");

@@ -7,9 +7,11 @@ use super::runs_cmd::run_id_of;
 use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
+use std::io::Write as _;
 use std::path::PathBuf;
 use worldline_case::error::InputError;
 use worldline_log::log::bundle;
+use worldline_otel::ExportTraceServiceRequest;
 use worldline_otel::{Options, RunView, send};
 use worldline_report::otel::OtelSummary;
 use worldline_store::store::StoreDir;
@@ -89,27 +91,41 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
     let opts = Options {
         content: args.content,
     };
-    let reqs = worldline_otel::requests(&mut views, redactor.as_mut(), &opts);
-    let spans: usize = (reqs.iter())
-        .flat_map(|r| &r.resource_spans)
-        .flat_map(|r| &r.scope_spans)
-        .map(|s| s.spans.len())
-        .sum();
-    let (to, answered) = match (&args.endpoint, &args.output) {
+    // Each request is sent or written as it is made, then dropped: the
+    // export holds one request's spans, not every run's.
+    let mut export = |send: &mut dyn FnMut(ExportTraceServiceRequest) -> Result<()>| {
+        worldline_otel::export(&mut views, redactor.as_mut(), &opts, send)
+    };
+    let (sent, to, answered) = match (&args.endpoint, &args.output) {
         (Some(endpoint), _) => {
             let url = send::traces_url(endpoint)?;
             // A collector that closes the connection while a body is sent
             // (a 413 before reading it) is a broken pipe, said as an error:
             // it was SIGPIPE (exit 141, not a word), whose default `main`
-            // restores for `| head`; posted from a thread that holds it.
-            let answered = std::thread::scope(|s| {
-                s.spawn(|| {
+            // restores for `| head`; posted from a thread that holds it,
+            // one request at a time as the spans are made here.
+            let (tx, rx) = std::sync::mpsc::sync_channel::<ExportTraceServiceRequest>(1);
+            let (sent, answered) = std::thread::scope(|s| {
+                let poster = s.spawn(|| {
                     worldline_engine::native::hold_sigpipe_on_this_thread();
-                    send::post(&url, &reqs)
-                })
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    let mut poster = send::Poster::new(&url)?;
+                    for req in rx {
+                        poster.post(&req)?;
+                    }
+                    Ok::<_, anyhow::Error>(poster.answered())
+                });
+                // A send fails when the poster stopped: its error says why.
+                let sent = export(&mut |req| {
+                    tx.send(req)
+                        .map_err(|_| anyhow::anyhow!("the poster stopped"))
+                });
+                drop(tx);
+                let answered =
+                    (poster.join()).unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                Ok::<_, anyhow::Error>((sent, answered?))
             })?;
+            let sent = sent?;
+            let spans = sent.spans;
             // A partial success is a 200 that did not take every span
             // (it was taken as all of them, unsaid); the exit code stays
             // 0, as the spans it took are there.
@@ -128,17 +144,24 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
                     ))
                 ),
             }
-            (to, Some(answered))
+            (sent, to, Some(answered))
         }
-        // `-o -`: the request to stdout, as `export -o -` writes (it made a
-        // file named `-`).
+        // `-o -`: the requests to stdout, as `export -o -` writes (it made
+        // a file named `-`).
         (None, Some(file)) if file.as_os_str() == "-" => {
-            send::to_writer(&mut std::io::stdout().lock(), &reqs)?;
-            ("stdout".to_string(), None)
+            let mut out = std::io::stdout().lock();
+            let sent = export(&mut |req| send::write_one(&mut out, &req))?;
+            out.flush()?;
+            (sent, "stdout".to_string(), None)
         }
         (None, Some(file)) => {
-            send::write(file, &reqs)?;
-            (file.display().to_string(), None)
+            let mut sent = None;
+            worldline_case::output::write_with(file, |out| {
+                sent = Some(export(&mut |req| send::write_one(out, &req))?);
+                Ok(())
+            })?;
+            let sent = sent.expect("written");
+            (sent, file.display().to_string(), None)
         }
         (None, None) => unreachable!("clap requires --endpoint or --output"),
     };
@@ -149,10 +172,10 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
         // A viewer's runs are redacted copies already, read with no
         // redactor.
         redacted: redactor.is_some() || views.iter().any(|v| v.bundle.header.redacted.is_some()),
-        requests: reqs.len(),
+        requests: sent.requests,
         run_ids: views.iter().map(|v| v.run_id.clone()).collect(),
         runs: views.len(),
-        spans,
+        spans: sent.spans,
         to,
         trace_ids: views
             .iter()

@@ -25,6 +25,7 @@ pub mod intent;
 pub mod payload;
 pub mod prefix;
 pub mod recorder;
+pub mod rendered;
 pub mod rules;
 pub mod signature;
 pub mod size;

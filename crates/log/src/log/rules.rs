@@ -6,7 +6,7 @@
 //! recorded before there were rules: 0.
 
 /// The rules a new run runs under.
-pub const CURRENT: u32 = 10;
+pub const CURRENT: u32 = 11;
 
 /// From 1: a route's path and query text is typed by every type its
 /// parameter's schema accepts (`type = ["integer", "null"]`, an
@@ -261,6 +261,15 @@ pub const SERVICE_WIDE_ANSWER_WORDED: u32 = 10;
 /// `status` 400 and reaching no model; under 9 the model answered it (the
 /// scripted model took a reply for it).
 pub const MODEL_REQUEST_MUST_BE_AN_OBJECT: u32 = 10;
+
+/// From 11: an `openai` model call recorded as a `model.complete` event
+/// records the body it sent as what it changed in the agent's request
+/// (`model_call.rendered_changes`: the keys it set, those it removed),
+/// not whole (`model_call.rendered`), so a run of N calls records O(N)
+/// bytes; `show --at` and the UI's event page put `rendered` back
+/// (decision 0430).
+/// Under 10 every call recorded the whole conversation it sent again.
+pub const RENDERED_AS_CHANGES: u32 = 11;
 
 /// The rules of a header's `rules` (`None`: 0), or [`Later`] when a later
 /// worldline recorded them: what it changed is not known here.

@@ -253,7 +253,11 @@ impl ModelService {
             );
             return (r.response, latency);
         };
-        let outcome = endpoint.complete(request);
+        // A call recorded as a `model.complete` event holds the agent's
+        // request beside the body sent: from rules 11 the body is recorded
+        // as what it changed (decision 0430).
+        let changes = seq.is_some() && rules >= rules::RENDERED_AS_CHANGES;
+        let outcome = endpoint.complete(request, changes);
         self.budget_spent = outcome.budget_spent;
         let mut record = outcome.record;
         record["virtual_latency_ms"] = json!(latency);

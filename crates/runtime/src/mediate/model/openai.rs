@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use worldline_case::bounded::BodyError;
 use worldline_case::case::model::ModelConfig;
 use worldline_case::error_kind::ErrorKind;
+use worldline_log::log::rendered;
 
 /// One endpoint as a case configures it.
 pub(crate) struct Endpoint {
@@ -157,15 +158,23 @@ impl Endpoint {
         body
     }
 
-    /// Call the endpoint for `request`.
-    pub(crate) fn complete(&self, request: &Value) -> Outcome {
+    /// Call the endpoint for `request`. `changes`: record the body sent
+    /// as what it changes in `request` (`rendered_changes`, decision
+    /// 0430: the event's request holds the rest), else whole (`rendered`).
+    pub(crate) fn complete(&self, request: &Value, changes: bool) -> Outcome {
         let rendered = self.render(request);
         let mut record = json!({
             "provider": "openai",
             "endpoint": self.url,
-            "rendered": rendered,
             "params": chat::params(&rendered),
         });
+        match changes
+            .then(|| rendered::changes(request, &rendered))
+            .flatten()
+        {
+            Some(c) => record["rendered_changes"] = c,
+            None => record["rendered"] = rendered.clone(),
+        }
         if let Some(problem) = &self.key_problem {
             return Outcome {
                 answer: Err((ErrorKind::Failed, problem.clone())),
