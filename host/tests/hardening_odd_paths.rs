@@ -926,3 +926,45 @@ fn a_world_file_s_path_names_the_file_a_file_system_would() {
         "{checked}"
     );
 }
+
+/// A check's value no JSON holds (`equals = inf`, `contains = [nan]`, a
+/// gold call's `args = { id = inf }`) is refused at it by `check` and
+/// `run`: each became `null`, so `check` said no problems and a check
+/// against a null field passed.
+#[test]
+fn a_check_value_no_json_holds_is_refused_at_it() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (worlds, agent) = (worlds_dir(), guest("caller-agent"));
+    let state = "[[expect.state]]\ntable = \"tickets\"\nkey = \"T-1\"\nfield = \"status\"\n";
+    for (name, body, at) in [
+        ("equals", format!("{state}equals = inf\n"), "14:10"),
+        ("contains", format!("{state}contains = [nan]\n"), "14:13"),
+        (
+            "gold",
+            "[[expect.gold]]\ntool = \"get_ticket\"\nargs = { id = -inf }\n".to_string(),
+            "12:15",
+        ),
+    ] {
+        let case = write_case(dir.path(), name, &format!("{}{body}", demo_case(1)));
+        let said = format!(
+            "{name}.toml:{at}: `nan` and the infinities are no JSON number (this one would be `null`)"
+        );
+        let check = check_on_worlds(&store, &case, &worlds);
+        check.expect_code(2);
+        assert!(check.stdout.contains(&said), "{check}");
+        let run = prompt(
+            &store,
+            &[
+                "run",
+                case.to_str().unwrap(),
+                "--agent",
+                agent.to_str().unwrap(),
+                "--worlds",
+                worlds.to_str().unwrap(),
+            ],
+        );
+        run.expect_code(2);
+        assert!(run.stderr.contains(&said), "{run}");
+    }
+}
