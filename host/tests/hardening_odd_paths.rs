@@ -968,3 +968,51 @@ fn a_check_value_no_json_holds_is_refused_at_it() {
         assert!(run.stderr.contains(&said), "{run}");
     }
 }
+
+/// A `recording` naming a file that is no run's bundle (notes, an empty
+/// file) is refused by `check` and `run` at its line: `check` said no
+/// problems, and the run failed as if no answer had been recorded
+/// ("set [model] cassette = \"once\"").
+#[test]
+fn a_recording_that_is_no_bundle_is_refused_at_its_line() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (worlds, agent) = (worlds_dir(), guest("caller-agent"));
+    std::fs::write(dir.path().join("notes.jsonl"), "my notes\n").unwrap();
+    std::fs::write(dir.path().join("empty.jsonl"), "").unwrap();
+    for (file, said) in [
+        ("notes.jsonl", "is not a run's bundle"),
+        ("empty.jsonl", "is empty, no run's bundle"),
+    ] {
+        let case = write_case(
+            dir.path(),
+            "recorded",
+            &format!(
+                "{}[model]\nprovider = \"recorded\"\nrecording = \"{file}\"\n",
+                demo_case(1)
+            ),
+        );
+        let check = check_on_worlds(&store, &case, &worlds);
+        check.expect_code(2);
+        assert!(
+            check
+                .stdout
+                .contains(&format!("recorded.toml:12:13: [model] recording `{file}`")),
+            "{check}"
+        );
+        assert!(check.stdout.contains(said), "{check}");
+        let run = prompt(
+            &store,
+            &[
+                "run",
+                case.to_str().unwrap(),
+                "--agent",
+                agent.to_str().unwrap(),
+                "--worlds",
+                worlds.to_str().unwrap(),
+            ],
+        );
+        run.expect_code(2);
+        assert!(run.stderr.contains(said), "{run}");
+    }
+}
