@@ -1016,3 +1016,52 @@ fn a_recording_that_is_no_bundle_is_refused_at_its_line() {
         assert!(run.stderr.contains(said), "{run}");
     }
 }
+
+/// A project file's `store` naming a file is a problem `check` reports at
+/// its line, and a run's refusal of it is blamed there too: `check` said
+/// no problems, and `run` named the file alone, `"line": null`.
+#[test]
+fn a_project_store_that_is_a_file_is_blamed_at_its_line() {
+    let dir = temp_dir();
+    let p = dir.path();
+    std::fs::write(p.join("runs.db"), "").unwrap();
+    std::fs::write(
+        p.join("worldline.toml"),
+        format!(
+            "store = \"runs.db\"\nworlds = \"{}\"\n",
+            worlds_dir().display()
+        ),
+    )
+    .unwrap();
+    write_case(p, "c", &demo_case(1));
+    let check = worldline_at(p, ["check", "worldline.toml"], &[]);
+    check.expect_code(2);
+    assert!(
+        check.stdout.contains("worldline.toml:1:9: store names"),
+        "{check}"
+    );
+    assert!(check.stdout.contains("which is no folder"), "{check}");
+    let agent = guest("caller-agent");
+    let run = worldline_at(
+        p,
+        [
+            "run",
+            "c.toml",
+            "--agent",
+            agent.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    );
+    run.expect_code(2);
+    let error = &run.json()["error"];
+    assert!(
+        (error["file"].as_str().unwrap()).ends_with("worldline.toml"),
+        "{run}"
+    );
+    assert_eq!(error["line"], 1, "{run}");
+    assert!(
+        (error["message"].as_str().unwrap()).contains("give `store` a folder"),
+        "{run}"
+    );
+}
