@@ -6,7 +6,7 @@
 //! recorded before there were rules: 0.
 
 /// The rules a new run runs under.
-pub const CURRENT: u32 = 10;
+pub const CURRENT: u32 = 11;
 
 /// From 1: a route's path and query text is typed by every type its
 /// parameter's schema accepts (`type = ["integer", "null"]`, an
@@ -261,6 +261,14 @@ pub const SERVICE_WIDE_ANSWER_WORDED: u32 = 10;
 /// `status` 400 and reaching no model; under 9 the model answered it (the
 /// scripted model took a reply for it).
 pub const MODEL_REQUEST_MUST_BE_AN_OBJECT: u32 = 10;
+
+/// From 11: a message to the world's MCP endpoint that writes a key twice
+/// in one object, or holds an integer no 64 bits hold, is `-32600`
+/// Invalid Request naming it (with a null id); under 10 serde_json kept
+/// the last of the key's values (a `tools/call` with two `name`s called
+/// the second) and read such an integer as the nearest float (the id
+/// `12345678901234567890123` came back `1.2345678901234568e+22`).
+pub const MCP_JSON_READ_EXACTLY: u32 = 11;
 
 /// The rules of a header's `rules` (`None`: 0), or [`Later`] when a later
 /// worldline recorded them: what it changed is not known here.
