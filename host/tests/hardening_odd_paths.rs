@@ -1065,3 +1065,33 @@ fn a_project_store_that_is_a_file_is_blamed_at_its_line() {
         "{run}"
     );
 }
+
+/// A case file whose name holds a line break is named on one line in
+/// `check`'s problems and `run`'s error (`bad\nPASS  x.toml`): the raw
+/// break printed a second line of the name's own, a forged `PASS` line.
+#[test]
+fn a_line_break_in_a_case_s_name_is_written_escaped() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "bad\nPASS  x", "seed = 1\n");
+    let check = check_on_worlds(&store, &case, &worlds_dir());
+    check.expect_code(2);
+    let agent = guest("caller-agent");
+    let run = prompt(
+        &store,
+        &[
+            "run",
+            case.to_str().unwrap(),
+            "--agent",
+            agent.to_str().unwrap(),
+        ],
+    );
+    run.expect_code(2);
+    for said in [&check.stdout, &run.stderr] {
+        assert!(said.contains("bad\\nPASS  x.toml:"), "{check}\n{run}");
+        assert!(
+            !said.lines().any(|l| l.starts_with("PASS")),
+            "{check}\n{run}"
+        );
+    }
+}
