@@ -1095,3 +1095,37 @@ fn a_line_break_in_a_case_s_name_is_written_escaped() {
         );
     }
 }
+
+/// A case whose name holds a line break is one row of the `runs` and
+/// `validate` tables (`ok\nPASS  forged`): its raw break began a row of
+/// the name's own, a forged `PASS` line.
+#[test]
+fn a_line_break_in_a_case_s_name_is_one_row_of_the_tables() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (worlds, agent) = (worlds_dir(), guest("caller-agent"));
+    let case = write_case(dir.path(), "ok\nPASS  forged", &demo_case(1));
+    let (case, worlds) = (case.to_str().unwrap(), worlds.to_str().unwrap());
+    let run = prompt(
+        &store,
+        &[
+            "run",
+            case,
+            "--agent",
+            agent.to_str().unwrap(),
+            "--worlds",
+            worlds,
+        ],
+    );
+    run.expect_code(0);
+    let runs = prompt(&store, &["runs"]);
+    runs.expect_code(0);
+    let validate = prompt(&store, &["validate", case, "--worlds", worlds]);
+    for said in [&runs.stdout, &validate.stdout] {
+        assert!(said.contains("ok\\nPASS  forged"), "{runs}\n{validate}");
+        assert!(
+            !said.lines().any(|l| l.starts_with("PASS")),
+            "{runs}\n{validate}"
+        );
+    }
+}
