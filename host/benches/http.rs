@@ -53,7 +53,7 @@ fn protocol(c: &mut Criterion) {
     });
     g.bench_function("mcp_tools_call_request_and_answer", |b| {
         b.iter(
-            || match mcp::request("POST", black_box(call), false, true) {
+            || match mcp::request("POST", black_box(call), false, true, true) {
                 mcp::Step::CallTool { id, .. } => black_box(mcp::tool_result(&id, &result)),
                 _ => unreachable!(),
             },

@@ -926,3 +926,206 @@ fn a_world_file_s_path_names_the_file_a_file_system_would() {
         "{checked}"
     );
 }
+
+/// A check's value no JSON holds (`equals = inf`, `contains = [nan]`, a
+/// gold call's `args = { id = inf }`) is refused at it by `check` and
+/// `run`: each became `null`, so `check` said no problems and a check
+/// against a null field passed.
+#[test]
+fn a_check_value_no_json_holds_is_refused_at_it() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (worlds, agent) = (worlds_dir(), guest("caller-agent"));
+    let state = "[[expect.state]]\ntable = \"tickets\"\nkey = \"T-1\"\nfield = \"status\"\n";
+    for (name, body, at) in [
+        ("equals", format!("{state}equals = inf\n"), "14:10"),
+        ("contains", format!("{state}contains = [nan]\n"), "14:13"),
+        (
+            "gold",
+            "[[expect.gold]]\ntool = \"get_ticket\"\nargs = { id = -inf }\n".to_string(),
+            "12:15",
+        ),
+    ] {
+        let case = write_case(dir.path(), name, &format!("{}{body}", demo_case(1)));
+        let said = format!(
+            "{name}.toml:{at}: `nan` and the infinities are no JSON number (this one would be `null`)"
+        );
+        let check = check_on_worlds(&store, &case, &worlds);
+        check.expect_code(2);
+        assert!(check.stdout.contains(&said), "{check}");
+        let run = prompt(
+            &store,
+            &[
+                "run",
+                case.to_str().unwrap(),
+                "--agent",
+                agent.to_str().unwrap(),
+                "--worlds",
+                worlds.to_str().unwrap(),
+            ],
+        );
+        run.expect_code(2);
+        assert!(run.stderr.contains(&said), "{run}");
+    }
+}
+
+/// A `recording` naming a file that is no run's bundle (notes, an empty
+/// file) is refused by `check` and `run` at its line: `check` said no
+/// problems, and the run failed as if no answer had been recorded
+/// ("set [model] cassette = \"once\"").
+#[test]
+fn a_recording_that_is_no_bundle_is_refused_at_its_line() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (worlds, agent) = (worlds_dir(), guest("caller-agent"));
+    std::fs::write(dir.path().join("notes.jsonl"), "my notes\n").unwrap();
+    std::fs::write(dir.path().join("empty.jsonl"), "").unwrap();
+    for (file, said) in [
+        ("notes.jsonl", "is not a run's bundle"),
+        ("empty.jsonl", "is empty, no run's bundle"),
+    ] {
+        let case = write_case(
+            dir.path(),
+            "recorded",
+            &format!(
+                "{}[model]\nprovider = \"recorded\"\nrecording = \"{file}\"\n",
+                demo_case(1)
+            ),
+        );
+        let check = check_on_worlds(&store, &case, &worlds);
+        check.expect_code(2);
+        assert!(
+            check
+                .stdout
+                .contains(&format!("recorded.toml:12:13: [model] recording `{file}`")),
+            "{check}"
+        );
+        assert!(check.stdout.contains(said), "{check}");
+        let run = prompt(
+            &store,
+            &[
+                "run",
+                case.to_str().unwrap(),
+                "--agent",
+                agent.to_str().unwrap(),
+                "--worlds",
+                worlds.to_str().unwrap(),
+            ],
+        );
+        run.expect_code(2);
+        assert!(run.stderr.contains(said), "{run}");
+    }
+}
+
+/// A project file's `store` naming a file is a problem `check` reports at
+/// its line, and a run's refusal of it is blamed there too: `check` said
+/// no problems, and `run` named the file alone, `"line": null`.
+#[test]
+fn a_project_store_that_is_a_file_is_blamed_at_its_line() {
+    let dir = temp_dir();
+    let p = dir.path();
+    std::fs::write(p.join("runs.db"), "").unwrap();
+    std::fs::write(
+        p.join("worldline.toml"),
+        format!(
+            "store = \"runs.db\"\nworlds = \"{}\"\n",
+            worlds_dir().display()
+        ),
+    )
+    .unwrap();
+    write_case(p, "c", &demo_case(1));
+    let check = worldline_at(p, ["check", "worldline.toml"], &[]);
+    check.expect_code(2);
+    assert!(
+        check.stdout.contains("worldline.toml:1:9: store names"),
+        "{check}"
+    );
+    assert!(check.stdout.contains("which is no folder"), "{check}");
+    let agent = guest("caller-agent");
+    let run = worldline_at(
+        p,
+        [
+            "run",
+            "c.toml",
+            "--agent",
+            agent.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    );
+    run.expect_code(2);
+    let error = &run.json()["error"];
+    assert!(
+        (error["file"].as_str().unwrap()).ends_with("worldline.toml"),
+        "{run}"
+    );
+    assert_eq!(error["line"], 1, "{run}");
+    assert!(
+        (error["message"].as_str().unwrap()).contains("give `store` a folder"),
+        "{run}"
+    );
+}
+
+/// A case file whose name holds a line break is named on one line in
+/// `check`'s problems and `run`'s error (`bad\nPASS  x.toml`): the raw
+/// break printed a second line of the name's own, a forged `PASS` line.
+#[test]
+fn a_line_break_in_a_case_s_name_is_written_escaped() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "bad\nPASS  x", "seed = 1\n");
+    let check = check_on_worlds(&store, &case, &worlds_dir());
+    check.expect_code(2);
+    let agent = guest("caller-agent");
+    let run = prompt(
+        &store,
+        &[
+            "run",
+            case.to_str().unwrap(),
+            "--agent",
+            agent.to_str().unwrap(),
+        ],
+    );
+    run.expect_code(2);
+    for said in [&check.stdout, &run.stderr] {
+        assert!(said.contains("bad\\nPASS  x.toml:"), "{check}\n{run}");
+        assert!(
+            !said.lines().any(|l| l.starts_with("PASS")),
+            "{check}\n{run}"
+        );
+    }
+}
+
+/// A case whose name holds a line break is one row of the `runs` and
+/// `validate` tables (`ok\nPASS  forged`): its raw break began a row of
+/// the name's own, a forged `PASS` line.
+#[test]
+fn a_line_break_in_a_case_s_name_is_one_row_of_the_tables() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (worlds, agent) = (worlds_dir(), guest("caller-agent"));
+    let case = write_case(dir.path(), "ok\nPASS  forged", &demo_case(1));
+    let (case, worlds) = (case.to_str().unwrap(), worlds.to_str().unwrap());
+    let run = prompt(
+        &store,
+        &[
+            "run",
+            case,
+            "--agent",
+            agent.to_str().unwrap(),
+            "--worlds",
+            worlds,
+        ],
+    );
+    run.expect_code(0);
+    let runs = prompt(&store, &["runs"]);
+    runs.expect_code(0);
+    let validate = prompt(&store, &["validate", case, "--worlds", worlds]);
+    for said in [&runs.stdout, &validate.stdout] {
+        assert!(said.contains("ok\\nPASS  forged"), "{runs}\n{validate}");
+        assert!(
+            !said.lines().any(|l| l.starts_with("PASS")),
+            "{runs}\n{validate}"
+        );
+    }
+}

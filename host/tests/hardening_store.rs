@@ -2049,6 +2049,53 @@ fn import_of_what_is_no_export_says_so_and_makes_no_store() {
     }
 }
 
+/// `import` of a large file that is no export is refused at its first
+/// byte, without reading it: a 1 GiB sparse file was read whole (a 2 GB
+/// one took 2 GB of memory and 10 s) before "not a worldline export:
+/// expected value at line 1 column 1". An export with a UTF-8 byte-order
+/// mark in front is told so ("expected value" named nothing).
+#[test]
+fn import_refuses_what_begins_as_no_export_before_reading_it() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = demo_cases(dir.path());
+    demo_suite(&cases, &store, "1");
+    let id = worldline(&store, ["runs", "--json"]).json()[0]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let exported = dir.path().join("run.wl");
+    worldline(&store, ["export", &id, "-o", s(&exported)]).expect_code(0);
+    let bom = dir.path().join("bom.wl");
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend(std::fs::read(&exported).unwrap());
+    std::fs::write(&bom, bytes).unwrap();
+    let sparse = dir.path().join("big.json");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let text = dir.path().join("notes.json");
+    std::fs::write(&text, "\n  [1, 2]\n").unwrap();
+    for (file, said) in [
+        (
+            &sparse,
+            ":1:1: not a worldline export: an export is one JSON object, beginning with `{`, and this begins with the byte 0x00",
+        ),
+        (
+            &text,
+            ":2:3: not a worldline export: an export is one JSON object, beginning with `{`, and this begins with `[`",
+        ),
+        (&bom, ":1:1: begins with a UTF-8 byte-order mark"),
+    ] {
+        let other = dir.path().join("new-store");
+        let out = worldline(&other, ["import", s(file)]);
+        out.expect_code(2);
+        assert!(out.stderr.contains(said), "{out}");
+        assert!(!other.exists(), "a refused import made a store: {out}");
+    }
+}
+
 /// A world whose `[files]` folder is empty is copied into the store
 /// without it (a copy holds files, not folders): its runs are shown,
 /// replayed and verified. Each was unreadable ("No such file or

@@ -368,6 +368,55 @@ fn messages_that_are_no_json_rpc_2_0_are_refused_and_the_session_replays() {
     end_session(&url, &session, server);
 }
 
+/// `worldline mcp` reads each message exactly (rules 11, decision 0423):
+/// a key written twice in one object (a `tools/call` naming two tools,
+/// an argument given twice) and an id past 64 bits are `-32600` with a
+/// null id, naming the key or the integer, and call nothing; under rules
+/// 10 the last key was taken (`get_ticket` called, not `close_ticket`)
+/// and the id echoed as `1.2345678901234568e+22`. The session replays
+/// `identical`, and so does one recorded under rules 10
+/// (`tests/bundles/before-rules-11/mcp-stdio.json`) that sent them.
+#[test]
+fn a_key_written_twice_or_an_id_past_64_bits_is_an_invalid_request_from_rules_11() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    common::imported_fixture(&store, "before-rules-11", "mcp-stdio.json");
+    let case = ungraded(dir.path());
+    let lines = [
+        INITIALIZE,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"close_ticket","name":"get_ticket","arguments":{"id":"T-100"}}}"#,
+        r#"{"jsonrpc":"2.0","id":12345678901234567890123,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_alert","arguments":{"id":"ALERT-1","id":"ALERT-7"}}}"#,
+        GET_ALERT,
+    ];
+    let (answers, report) = over_stdio(&store, &case, &common::native::worlds(), &lines);
+    assert_eq!(answers.len(), 5, "{answers:?}");
+    let refused = |i: usize| {
+        assert_eq!(answers[i]["error"]["code"], -32600, "{i}: {answers:?}");
+        assert_eq!(answers[i]["id"], Value::Null, "{i}: {answers:?}");
+        answers[i]["error"]["message"].as_str().unwrap().to_string()
+    };
+    assert!(
+        refused(1).contains("the field `name` is written twice in one object"),
+        "{answers:?}"
+    );
+    assert!(
+        refused(2).contains("the integer 12345678901234567890123 is past 64 bits"),
+        "{answers:?}"
+    );
+    assert!(
+        refused(3).contains("the field `id` is written twice in one object"),
+        "{answers:?}"
+    );
+    assert_eq!(answers[4]["result"]["isError"], false, "{answers:?}");
+    let b = read_bundle(Path::new(report["bundle"].as_str().unwrap()));
+    let calls = (b.events.iter())
+        .filter(|e| e["call"] == "worldline:agent/tools.call")
+        .count();
+    assert_eq!(calls, 1, "only the well-formed call reached a tool");
+    common::replays_identical(&store, report["run_id"].as_str().unwrap());
+}
+
 #[test]
 fn a_world_file_is_listed_with_the_mime_type_it_is_read_with() {
     let dir = temp_dir();

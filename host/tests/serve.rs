@@ -1293,3 +1293,38 @@ fn an_episode_its_client_left_says_why_and_one_it_ended_does_not() {
     let fork = worldline(store.path(), ["fork", cut.as_str(), "--at", "0", "--json"]);
     assert_eq!(fork.json()["truncated"].as_str(), why.as_deref(), "{fork}");
 }
+
+/// A message that writes a key twice in one object, or holds an integer
+/// no 64 bits hold, is a `VALIDATION_ERROR` naming it, and starts or
+/// steps nothing: serde_json kept the last (`"seed": 5, "seed": 6`
+/// started seed 6, `"type": "reset", "type": "step"` was a step) and
+/// read such an integer as the nearest float.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_key_written_twice_or_an_integer_past_64_bits_is_refused() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (_server, url) = serve(&store, &scenario(), &[]);
+    let said = said_to(
+        &url,
+        &[
+            r#"{"type":"reset","data":{"seed":5,"seed":6}}"#,
+            r#"{"type":"reset","type":"step","data":{}}"#,
+            r#"{"type":"reset","data":{"seed":123456789012345678901234}}"#,
+            r#"{"type":"state"}"#,
+        ],
+    );
+    for (s, named) in said[..3].iter().zip([
+        "the field `seed` is written twice in one object",
+        "the field `type` is written twice in one object",
+        "the integer 123456789012345678901234 is past 64 bits",
+    ]) {
+        assert_eq!(s["data"]["code"], "VALIDATION_ERROR", "{said:?}");
+        let message = s["data"]["message"].as_str().unwrap();
+        assert!(message.contains(named), "{said:?}");
+    }
+    assert_eq!(said[3]["data"]["episode_id"], Value::Null, "{said:?}");
+}

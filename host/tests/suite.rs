@@ -1571,6 +1571,31 @@ fn merge_of_a_cut_off_report_names_one_place() {
     );
 }
 
+/// A report saved behind a UTF-8 byte-order mark (by an editor) merges as
+/// it would without it: it was "is not a JSON report: expected value" at
+/// line 1, column 1.
+#[test]
+fn merge_passes_over_a_byte_order_mark() {
+    let dir = temp_dir();
+    let cases = suite(dir.path());
+    let store = dir.path().join("store");
+    let out = test_cmd(&store, &cases, &["--json", "--partition", "1/2"]);
+    out.expect_code(1);
+    let marked = dir.path().join("marked.json");
+    std::fs::write(&marked, format!("\u{feff}{}", out.stdout)).unwrap();
+    let merged = worldline(&store, [os("merge"), marked.as_os_str()]);
+    assert!(!merged.stderr.contains("is not a JSON report"), "{merged}");
+    let plain = dir.path().join("plain.json");
+    std::fs::write(&plain, &out.stdout).unwrap();
+    let unmarked = worldline(&store, [os("merge"), plain.as_os_str()]);
+    assert_eq!(merged.code, unmarked.code, "{merged}\n{unmarked}");
+    assert_eq!(
+        merged.stdout.replace("marked.json", "plain.json"),
+        unmarked.stdout,
+        "{merged}"
+    );
+}
+
 /// `-k`'s bare words match the case name without regard to case, as
 /// pytest's `-k` does (`-k A` selected nothing, and offered `a`); a
 /// term's glob is matched as written.

@@ -225,6 +225,10 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
                 if let Some(e) = project.missing_worlds() {
                     out.problem(e);
                 }
+                // A store that is a file: every run stops on it.
+                if let Some(e) = project.store_no_folder() {
+                    out.problem(e);
+                }
                 // A `recording` of its own that is not there: a run stops on
                 // it (`check` said there was no problem).
                 for e in project_recordings(&project) {

@@ -230,7 +230,11 @@ pub(crate) fn in_words(message: &str) -> String {
 
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
+        // A line break in the file's name is written `\n`: the error is one
+        // line (`check` printed a case named `bad\nPASS  x.toml` as two,
+        // the second a forged one).
+        let file = self.file.display().to_string();
+        write!(f, "{}", crate::shown::one_line(&file))?;
         if let Some((line, col)) = self.line {
             write!(f, ":{line}:{col}")?;
         }
@@ -295,6 +299,14 @@ pub fn is_input(err: &anyhow::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file whose name holds a line break is named on one line (a case
+    /// named `bad\nPASS  x.toml` printed a forged `PASS` line).
+    #[test]
+    fn a_line_break_in_the_file_s_name_is_written_escaped() {
+        let e = InputError::new("cases/bad\nPASS  x.toml", "no `world`").with_line(2);
+        assert_eq!(e.to_string(), "cases/bad\\nPASS  x.toml:2:1: no `world`");
+    }
 
     /// A type error names its key (and table): the line said where, the
     /// message only what was expected.

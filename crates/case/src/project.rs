@@ -335,6 +335,22 @@ impl Project {
         })
     }
 
+    /// The `store` this file names, when it is there and is no folder (a
+    /// file), as an error at its line: every run would stop on it.
+    pub fn store_no_folder(&self) -> Option<InputError> {
+        let store = (self.store.as_ref()).filter(|s| s.exists() && !s.is_dir())?;
+        Some(InputError {
+            line: self.paths_at.get("store").copied(),
+            ..InputError::new(
+                &self.file,
+                format!(
+                    "store names {}, which is no folder, so no run can be kept there: name a folder for the runs (the first run makes it), relative to this file, or a postgres:// address",
+                    store.display()
+                ),
+            )
+        })
+    }
+
     /// Whether `path` is inside the project's folder (links resolved; a
     /// path not there is not).
     pub fn holds(&self, path: &Path) -> bool {

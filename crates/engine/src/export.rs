@@ -277,24 +277,22 @@ pub struct Read {
 /// file, one cut short) is said so, with what to do, before any store is
 /// opened (a refused import made an empty store at `--store`).
 pub fn read(file: &Path) -> Result<Read, InputError> {
-    let bytes =
-        worldline_case::bounded::read(file, worldline_case::bounded::EXPORT).map_err(|e| {
-            InputError::new(
-                file,
-                format!("cannot read: {e}; pass a file written by `worldline export`"),
-            )
-        })?;
+    use worldline_case::bounded;
+    let cannot = |e: bounded::Refused| {
+        InputError::new(
+            file,
+            format!("cannot read: {e}; pass a file written by `worldline export`"),
+        )
+    };
+    let open = bounded::open(file).map_err(cannot)?;
+    if let Some(e) = begins_as_no_export(file, &open).map_err(|e| cannot(e.into()))? {
+        return Err(e);
+    }
+    let bytes = bounded::read_open(open, bounded::EXPORT).map_err(cannot)?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(InputError::new(
             file,
             "is empty, not a worldline export: export the run again (`worldline export RUN -o FILE`)",
-        )
-        .with_line(1));
-    }
-    if bytes.starts_with(br#"{"header":"#) {
-        return Err(InputError::new(
-            file,
-            "is a run's bundle, not a worldline export: import the store it is in (`worldline import STORE`), or export the run first (`worldline export RUN -o FILE`)",
         )
         .with_line(1));
     }
@@ -309,6 +307,65 @@ pub fn read(file: &Path) -> Result<Read, InputError> {
         }
     })?;
     Ok(Read { doc, bytes })
+}
+
+/// What `file`'s first bytes show it is not, before it is read whole (a
+/// 2 GB file of something else was read into memory, then refused): an
+/// export is one JSON object, so what begins with anything but `{` after
+/// blanks (a zero byte, text, a list), with a UTF-8 byte-order mark
+/// (which JSON does not allow), or as a run's bundle is refused there.
+fn begins_as_no_export(file: &Path, open: &std::fs::File) -> std::io::Result<Option<InputError>> {
+    use std::os::unix::fs::FileExt as _;
+    let mut head = [0u8; 4096];
+    let mut n = 0;
+    while n < head.len() {
+        match open.read_at(&mut head[n..], n as u64)? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    let head = &head[..n];
+    let refuse = |at: usize, what: String| {
+        let line = 1 + head[..at].iter().filter(|b| **b == b'\n').count();
+        let column = 1 + at
+            - head[..at]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |i| i + 1);
+        Some(InputError {
+            line: Some((line, column)),
+            ..InputError::new(file, what)
+        })
+    };
+    if head.starts_with(b"\xEF\xBB\xBF") {
+        return Ok(refuse(
+            0,
+            "begins with a UTF-8 byte-order mark, which JSON does not allow, so it is no worldline export: save it without the mark, or export the run again (`worldline export RUN -o FILE`)".into(),
+        ));
+    }
+    if head.starts_with(br#"{"header":"#) {
+        return Ok(Some(InputError::new(
+            file,
+            "is a run's bundle, not a worldline export: import the store it is in (`worldline import STORE`), or export the run first (`worldline export RUN -o FILE`)",
+        )
+        .with_line(1)));
+    }
+    let Some(at) = head.iter().position(|b| !b.is_ascii_whitespace()) else {
+        return Ok(None);
+    };
+    Ok(match head[at] {
+        b'{' => None,
+        b => refuse(
+            at,
+            format!(
+                "not a worldline export: an export is one JSON object, beginning with `{{`, and this begins with {}; pass a file written by `worldline export`",
+                match b {
+                    b' '..=b'~' => format!("`{}`", b as char),
+                    _ => format!("the byte 0x{b:02X}"),
+                }
+            ),
+        ),
+    })
 }
 
 /// Bring an exported run into a store.

@@ -111,8 +111,10 @@ fn reply(method: Option<&str>, response: HttpResponse) -> Step {
 /// answers exactly as it did before resources existed and runs recorded
 /// then replay `identical`. `checked` (rules 10): a message that is no
 /// JSON-RPC 2.0 request, notification or response is refused
-/// ([`invalid`]); before, only a message without a method was.
-pub fn request(method: &str, body: &[u8], files: bool, checked: bool) -> Step {
+/// ([`invalid`]); before, only a message without a method was. `exact`
+/// (rules 11): so is one that writes a key twice in one object or holds
+/// an integer no 64 bits hold ([`inexact`]).
+pub fn request(method: &str, body: &[u8], files: bool, checked: bool, exact: bool) -> Step {
     if !method.eq_ignore_ascii_case("POST") {
         return reply(None, HttpResponse::empty(405).with_header("allow", "POST"));
     }
@@ -122,6 +124,11 @@ pub fn request(method: &str, body: &[u8], files: bool, checked: bool) -> Step {
     if let Some(refused) = invalid(&message).filter(|_| checked) {
         let method = message["method"].as_str();
         return reply(method, refused);
+    }
+    if let Some(why) = inexact(body).filter(|_| exact) {
+        let method = message["method"].as_str();
+        let why = format!("Invalid Request: {why}");
+        return reply(method, rpc_error(&Value::Null, INVALID_REQUEST, &why));
     }
     let Some(name) = message["method"].as_str() else {
         if message.is_object()
@@ -199,6 +206,20 @@ pub fn request(method: &str, body: &[u8], files: bool, checked: bool) -> Step {
             rpc_error(&id, METHOD_NOT_FOUND, &format!("Method not found: {other}")),
         ),
     }
+}
+
+/// Why a message (JSON that parsed) is not read as it was written: a key
+/// written twice in one object (serde_json kept the last, so a
+/// `tools/call` with two `name`s called the second), or an integer no 64
+/// bits hold (read as the nearest float: the id `12345678901234567890123`
+/// came back `1.2345678901234568e+22`). Answered `-32600` with a null id,
+/// as JSON-RPC answers a request whose id could not be read.
+fn inexact(body: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?;
+    if let Err(e) = worldline_case::world::one_field::from_str(text, true) {
+        return Some(e.to_string());
+    }
+    worldline_case::wide_integer::find(text).map(|w| w.message())
 }
 
 /// Why `message` is no JSON-RPC 2.0 message, answered `-32600` Invalid
@@ -414,7 +435,7 @@ mod tests {
     #[test]
     fn initialize_echoes_a_known_revision() {
         let msg = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#;
-        let Step::Reply { method, response } = request("POST", msg, true, true) else {
+        let Step::Reply { method, response } = request("POST", msg, true, true, true) else {
             panic!()
         };
         assert_eq!(method.as_deref(), Some("initialize"));
@@ -422,10 +443,45 @@ mod tests {
         assert_eq!(v["result"]["protocolVersion"], "2025-06-18");
         assert_eq!(v["id"], 1);
         let newer = br#"{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2099-01-01"}}"#;
-        let Step::Reply { response, .. } = request("POST", newer, true, true) else {
+        let Step::Reply { response, .. } = request("POST", newer, true, true, true) else {
             panic!()
         };
         assert_eq!(body(&response)["result"]["protocolVersion"], VERSIONS[0]);
+    }
+
+    /// Read exactly (rules 11), a key written twice and an id past 64
+    /// bits are `-32600` with a null id; under 10 the last key was taken
+    /// (`get_ticket` called) and the id echoed as a float.
+    #[test]
+    fn a_key_written_twice_or_a_wide_id_is_an_invalid_request_when_exact() {
+        let twice = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"close_ticket","name":"get_ticket","arguments":{}}}"#;
+        let wide = br#"{"jsonrpc":"2.0","id":12345678901234567890123,"method":"ping"}"#;
+        for (msg, said) in [
+            (
+                &twice[..],
+                "the field `name` is written twice in one object",
+            ),
+            (
+                &wide[..],
+                "the integer 12345678901234567890123 is past 64 bits",
+            ),
+        ] {
+            let Step::Reply { response, .. } = request("POST", msg, true, true, true) else {
+                panic!()
+            };
+            let v = body(&response);
+            assert_eq!((response.status, &v["id"]), (400, &Value::Null), "{v}");
+            assert_eq!(v["error"]["code"], INVALID_REQUEST, "{v}");
+            let message = v["error"]["message"].as_str().unwrap();
+            assert!(
+                message.starts_with("Invalid Request: ") && message.contains(said),
+                "{v}"
+            );
+        }
+        assert!(matches!(
+            request("POST", twice, true, true, false),
+            Step::CallTool { name, .. } if name == "get_ticket"
+        ));
     }
 
     /// A world without files offers no resources: `initialize` answers
@@ -434,7 +490,7 @@ mod tests {
     fn resources_are_offered_only_by_a_world_with_files() {
         let msg = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#;
         let offered = |files| {
-            let Step::Reply { response, .. } = request("POST", msg, files, true) else {
+            let Step::Reply { response, .. } = request("POST", msg, files, true, true) else {
                 panic!()
             };
             body(&response)["result"]["capabilities"].clone()
@@ -450,7 +506,7 @@ mod tests {
     /// `-32600` saying why; unchecked (rules 9) it was served.
     #[test]
     fn a_message_that_is_no_json_rpc_2_0_is_an_invalid_request_when_checked() {
-        let refused = |msg: &[u8], checked| match request("POST", msg, true, checked) {
+        let refused = |msg: &[u8], checked| match request("POST", msg, true, checked, true) {
             Step::Reply { response, .. } => {
                 let v = body(&response);
                 (v["error"]["code"] == INVALID_REQUEST).then_some((response.status, v))
@@ -477,7 +533,7 @@ mod tests {
                 .contains("\"id\" must be")
         );
         assert_eq!(
-            request("POST", object_id, true, false),
+            request("POST", object_id, true, false, true),
             Step::ListTools {
                 id: json!({"n": 1})
             }
@@ -500,7 +556,7 @@ mod tests {
     fn calls_lists_notifications_and_protocol_errors() {
         let call = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_alert","arguments":{"id":"A"}}}"#;
         assert_eq!(
-            request("POST", call, true, true),
+            request("POST", call, true, true, true),
             Step::CallTool {
                 id: json!(3),
                 name: "get_alert".into(),
@@ -509,14 +565,14 @@ mod tests {
         );
         let list = br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
         assert_eq!(
-            request("POST", list, true, true),
+            request("POST", list, true, true, true),
             Step::ListTools { id: json!(2) }
         );
         let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         assert!(
-            matches!(request("POST", note, true, true), Step::Reply { response, .. } if response.status == 202)
+            matches!(request("POST", note, true, true, true), Step::Reply { response, .. } if response.status == 202)
         );
-        let Step::Reply { response, .. } = request("POST", b"{nope", true, true) else {
+        let Step::Reply { response, .. } = request("POST", b"{nope", true, true, true) else {
             panic!()
         };
         assert_eq!(
@@ -524,17 +580,17 @@ mod tests {
             (400, json!(-32700))
         );
         let unknown = br#"{"jsonrpc":"2.0","id":4,"method":"prompts/list"}"#;
-        let Step::Reply { response, .. } = request("POST", unknown, true, true) else {
+        let Step::Reply { response, .. } = request("POST", unknown, true, true, true) else {
             panic!()
         };
         assert_eq!(body(&response)["error"]["code"], -32601);
         let nameless = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{}}"#;
-        let Step::Reply { response, .. } = request("POST", nameless, true, true) else {
+        let Step::Reply { response, .. } = request("POST", nameless, true, true, true) else {
             panic!()
         };
         assert_eq!(body(&response)["error"]["code"], -32602);
         assert!(
-            matches!(request("GET", b"", true, true), Step::Reply { response, .. } if response.status == 405)
+            matches!(request("GET", b"", true, true, true), Step::Reply { response, .. } if response.status == 405)
         );
     }
 
@@ -572,12 +628,12 @@ mod tests {
     fn world_files_are_resources() {
         let list = br#"{"jsonrpc":"2.0","id":7,"method":"resources/list","params":{}}"#;
         assert_eq!(
-            request("POST", list, true, true),
+            request("POST", list, true, true, true),
             Step::ListResources { id: json!(7) }
         );
         let read = br#"{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"file:///runbooks/check%20out.md"}}"#;
         assert_eq!(
-            request("POST", read, true, true),
+            request("POST", read, true, true, true),
             Step::ReadResource {
                 id: json!(8),
                 path: "runbooks/check out.md".into()
@@ -585,7 +641,7 @@ mod tests {
         );
         let other =
             br#"{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"uri":"https://x/y"}}"#;
-        let Step::Reply { response, .. } = request("POST", other, true, true) else {
+        let Step::Reply { response, .. } = request("POST", other, true, true, true) else {
             panic!()
         };
         assert_eq!(body(&response)["error"]["code"], -32002);

@@ -164,8 +164,9 @@ proptest! {
         body in body(),
         files in any::<bool>(),
         checked in any::<bool>(),
+        exact in any::<bool>(),
     ) {
-        let step = mcp::request(&method, &body, files, checked);
+        let step = mcp::request(&method, &body, files, checked, exact);
         let sent: Option<Value> = serde_json::from_slice(&body).ok();
         match step {
             Step::Reply { response, .. } => {

@@ -26,13 +26,15 @@ impl Problem {
         }
     }
 
-    /// `file:line:col: message`, as errors are shown everywhere else.
+    /// `file:line:col: message`, as errors are shown everywhere else: one
+    /// line however the file is named (a line break in it is `\n`).
     pub fn text(&self) -> String {
         let place = match (self.line, self.column) {
             (Some(l), Some(c)) => format!(":{l}:{c}"),
             _ => String::new(),
         };
-        format!("{}{place}: {}", self.file, self.message)
+        let file = worldline_case::shown::one_line(&self.file);
+        format!("{file}{place}: {}", self.message)
     }
 }
 

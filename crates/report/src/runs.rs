@@ -118,7 +118,8 @@ impl<W: Write> Listing<W> {
                 "{:<24} {:<20} {:<28} {:<12} {:<12} {:<7} {:>6}  {}{}{}{}",
                 r.run_id,
                 created(r),
-                r.case,
+                // A line break in a case's name is `\n`: a row is one line.
+                worldline_case::shown::one_line(&r.case),
                 r.agent.get(..12).unwrap_or(&r.agent),
                 r.status,
                 r.grade.as_deref().unwrap_or("-"),

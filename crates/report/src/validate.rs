@@ -6,7 +6,7 @@
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-use worldline_case::shown::message;
+use worldline_case::shown::{message, one_line};
 use worldline_engine::validate::{Probe, Validated};
 
 /// One case's line of the report.
@@ -116,7 +116,7 @@ pub fn write(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
     // At least the header's (a case named `c` pushed the columns of its
     // row left of their headers); counted in characters, as `{:width$}` pads.
     let width = (r.results.iter())
-        .map(|x| message(&x.case).chars().count())
+        .map(|x| message(&one_line(&x.case)).chars().count())
         .max()
         .unwrap_or(0)
         .max("case".len());
@@ -135,7 +135,7 @@ pub fn write(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
         writeln!(
             out,
             "{:width$}  {:7} {:10} {:12} {:5} {:5}  {}",
-            message(&row.case),
+            message(&one_line(&row.case)),
             shown(v.and_then(|v| v.oracle.as_ref())),
             shown(v.map(|v| &v.do_nothing)),
             shown(v.map(|v| &v.empty_answer)),
@@ -148,7 +148,12 @@ pub fn write(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
     if !failing.is_empty() {
         writeln!(out, "\nfailing cases:")?;
         for row in failing {
-            writeln!(out, "  {} ({})", message(&row.case), row.path)?;
+            writeln!(
+                out,
+                "  {} ({})",
+                message(&one_line(&row.case)),
+                message(&one_line(&row.path))
+            )?;
             if let Some(e) = &row.error {
                 writeln!(out, "    {}", message(e))?;
             }
@@ -168,7 +173,7 @@ pub fn write(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
         writeln!(out, "\nnot fully validated:")?;
         for (note, cases) in notes {
             writeln!(out, "  {note} ({} cases):", cases.len())?;
-            writeln!(out, "    {}", message(&cases.join(", ")))?;
+            writeln!(out, "    {}", message(&one_line(&cases.join(", "))))?;
         }
     }
     writeln!(

@@ -67,6 +67,9 @@ pub struct GivenIn {
     pub at: Option<(usize, usize)>,
     /// Where, as a message says it: `--store`, ``store` in FILE (line N)`.
     pub said: String,
+    /// The folder the project file's `store` named, when it gave it: an
+    /// error about that folder is blamed there too.
+    pub folder: Option<PathBuf>,
 }
 
 impl GivenIn {
@@ -76,6 +79,7 @@ impl GivenIn {
             file: name.into(),
             at: None,
             said: format!("the {name} argument"),
+            folder: None,
         }
     }
 
@@ -86,6 +90,7 @@ impl GivenIn {
             file: "--store".into(),
             at: None,
             said: "--store".into(),
+            folder: None,
         })
     }
 
@@ -99,9 +104,10 @@ impl GivenIn {
 
 static STORE_GIVEN_IN: std::sync::OnceLock<GivenIn> = std::sync::OnceLock::new();
 
-/// Say that this process's `--store` was supplied by the project file
-/// `file`, written at `at`: errors about the address name it there.
-pub fn store_given_in(file: &Path, at: Option<(usize, usize)>) {
+/// Say that this process's `--store`, `folder`, was supplied by the
+/// project file `file`, written at `at`: errors about the address name it
+/// there.
+pub fn store_given_in(file: &Path, at: Option<(usize, usize)>, folder: &Path) {
     let said = match at {
         Some((line, _)) => format!("`store` in {} (line {line})", file.display()),
         None => format!("`store` in {}", file.display()),
@@ -110,6 +116,7 @@ pub fn store_given_in(file: &Path, at: Option<(usize, usize)>) {
         file: file.to_path_buf(),
         at,
         said,
+        folder: Some(folder.to_path_buf()),
     });
 }
 
@@ -279,12 +286,20 @@ impl StoreDir {
                 // runs and objects was refused for want of `cache/`).
                 Err(e) if sub != "runs" && root.join("runs").is_dir() && is_refused(e.kind()) => {}
                 Err(e) => {
+                    let why = format!("cannot be used as a store ({}: {e})", dir.display());
+                    // The project file's `store` is blamed at its line.
+                    let given = GivenIn::store_flag();
+                    if given.folder.as_deref() == Some(root) {
+                        return Err(given
+                            .error(format!(
+                                "`store` names {}, which {why}; give `store` a folder you can write, or pass --store",
+                                root.display()
+                            ))
+                            .into());
+                    }
                     return Err(worldline_case::error::InputError::new(
                         root,
-                        format!(
-                            "cannot be used as a store ({}: {e}); pass --store with a folder you can write",
-                            dir.display()
-                        ),
+                        format!("{why}; pass --store with a folder you can write"),
                     )
                     .into());
                 }

@@ -71,7 +71,10 @@ pub fn exec(args: MergeArgs) -> Result<ExitCode> {
     for path in &args.reports {
         let text = worldline_case::bounded::read_text(path, worldline_case::bounded::DOCUMENT)
             .map_err(|e| InputError::new(path, format!("cannot read report: {e}")))?;
-        let doc: Value = serde_json::from_str(&text)
+        // A UTF-8 byte-order mark (an editor's) is passed over: it was
+        // "is not a JSON report: expected value" at line 1, column 1.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let doc: Value = serde_json::from_str(text)
             .map_err(|e| InputError::json(path, "is not a JSON report", &e))?;
         docs.push((path.clone(), doc));
     }

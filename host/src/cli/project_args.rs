@@ -137,9 +137,11 @@ pub fn apply(
     };
     // A store address the file gave is blamed on the file, at its line.
     if let Some(p) = &loaded
+        && let Some(folder) = &p.store
         && supplied.supplied.contains_key("store")
     {
-        worldline_store::store::store_given_in(&p.file, p.paths_at.get("store").copied());
+        let at = p.paths_at.get("store").copied();
+        worldline_store::store::store_given_in(&p.file, at, folder);
     }
     let _ = PROJECT.set(loaded);
     let _ = SUPPLIED.set(Supplied { file, ..supplied });

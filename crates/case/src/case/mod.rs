@@ -275,6 +275,25 @@ fn json_cannot_hold(path: &Path, text: &str) -> Option<InputError> {
             _ => None,
         }
     }
+    // The `[expect]` section: its checks' numeric bounds and weights have
+    // their own rule for `nan` and the infinities (decision 0412); every
+    // other value in it — what a check compares with (`equals`,
+    // `contains`, `key`, `where`), a call's `args` or `result`, the judge's
+    // `[model]` — is JSON, where one became `null` and a check against a
+    // null field passed. A key named `min` inside those is JSON too.
+    fn first_in_expect(v: &toml::Spanned<DeValue<'_>>) -> Option<(usize, &'static str)> {
+        match v.get_ref() {
+            DeValue::Array(a) => a.iter().find_map(first_in_expect),
+            DeValue::Table(t) => t.iter().find_map(|(key, x)| match key.get_ref().as_ref() {
+                "min" | "max" | "weight" => first(x, false),
+                "equals" | "contains" | "key" | "where" | "args" | "result" | "judge_model" => {
+                    first(x, true)
+                }
+                _ => first_in_expect(x),
+            }),
+            _ => first(v, true),
+        }
+    }
     // Parsed again only when it may hold one: an unquoted date besides the
     // clock's, or the letters of `nan` or `inf` (a case's words often have
     // them; its dates are rarely unquoted).
@@ -299,10 +318,12 @@ fn json_cannot_hold(path: &Path, text: &str) -> Option<InputError> {
         .iter()
         .filter(|(key, _)| key.get_ref().as_ref() != "clock")
         // Sections whose numbers are read as numbers, with a rule of their
-        // own for `nan` and the infinities: said once, by it.
-        .find_map(|(key, value)| {
-            let own_rule = ["expect", "prices", "limits"].contains(&key.get_ref().as_ref());
-            first(value, !own_rule)
+        // own for `nan` and the infinities: said once, by it (in `expect`,
+        // only its checks' bounds and weights).
+        .find_map(|(key, value)| match key.get_ref().as_ref() {
+            "expect" => first_in_expect(value),
+            "prices" | "limits" => first(value, false),
+            _ => first(value, true),
         })?;
     Some(InputError::at(path, text, at, message))
 }
@@ -1036,6 +1057,26 @@ mod tests {
             None
         );
         assert!(at("[model]\nresponses = [{ text = \"x\", v = nan }]\n").is_some());
+        // A check's value is JSON: `equals = inf` was `null`, and passed
+        // against a null field. Its bounds and weight have their own rule.
+        for body in [
+            "[[expect.state]]\ntable = \"t\"\nkey = \"a\"\nfield = \"f\"\nequals = inf\n",
+            "[[expect.state]]\ntable = \"t\"\nkey = \"a\"\nfield = \"f\"\ncontains = [nan]\n",
+            "[[expect.state]]\ntable = \"t\"\nwhere = { min = -inf }\nmin = 1\n",
+            "[[expect.gold]]\ntool = \"t\"\nargs = { x = inf }\n",
+            "[[expect.turn]]\nturn = 1\n[[expect.turn.calls]]\ntool = \"t\"\nargs = { max = nan }\n",
+        ] {
+            let e = at(body).unwrap_or_else(|| panic!("not refused: {body}"));
+            assert!(e.contains("no JSON number"), "{e}");
+        }
+        let e = at("[[expect.gold]]\ntool = \"t\"\nargs = { x = inf }\n").unwrap();
+        assert!(e.starts_with("c.toml:6:14:"), "{e}");
+        assert_eq!(
+            at(
+                "[[expect.state]]\ntable = \"t\"\nsum = \"f\"\nmin = -inf\nmax = inf\nweight = nan\n"
+            ),
+            None
+        );
     }
 
     #[test]

@@ -417,7 +417,8 @@ impl ModelConfig {
         }
         let path = case_dir.join(named);
         let why = match std::fs::metadata(&path) {
-            Ok(m) if m.is_file() || m.is_dir() => return None,
+            Ok(m) if m.is_dir() => return None,
+            Ok(m) if m.is_file() => no_bundle(&path)?,
             Ok(_) => "is not a regular file nor a folder".to_string(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_string(),
             Err(e) => e.to_string(),
@@ -430,6 +431,30 @@ impl ModelConfig {
         Some(format!(
             "[model] recording `{named}`{whole} {why}; name a recorded run's bundle (.jsonl) or a folder of them, relative to {relative_to}"
         ))
+    }
+}
+
+/// Why the file at `path` is no run's bundle, when its first bytes say so:
+/// empty, or not beginning as a bundle's header (a file of notes was taken,
+/// and every request then missed with advice to record). Only the first
+/// bytes are read.
+fn no_bundle(path: &Path) -> Option<String> {
+    use std::io::Read as _;
+    const HEAD: &[u8] = br#"{"header":"#;
+    let mut first = Vec::new();
+    let read = crate::bounded::open(path)
+        .map_err(|e| e.to_string())
+        .and_then(|f| {
+            (f.take(HEAD.len() as u64).read_to_end(&mut first)).map_err(|e| e.to_string())
+        });
+    match read {
+        Err(e) => Some(e),
+        Ok(_) if first.is_empty() => Some("is empty, no run's bundle".into()),
+        Ok(_) if first != HEAD => Some(
+            "is not a run's bundle (it does not begin with a bundle's header, `{\"header\":`)"
+                .into(),
+        ),
+        Ok(_) => None,
     }
 }
 

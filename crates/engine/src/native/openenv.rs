@@ -329,7 +329,12 @@ const EARLY: usize = 16;
 
 /// The answer to one message of a connection; `None` for `close`.
 async fn answer(served: &Served, session: &mut Option<Session>, raw: &str) -> Option<Value> {
-    let m = match serde_json::from_str::<Value>(raw) {
+    // A key written twice in one object (`"seed": 5, "seed": 6`, a second
+    // `tool_name`) is refused, as everywhere else a user's JSON is read
+    // (serde_json kept the last without a word), and so is an integer no
+    // 64 bits hold (it was read as the nearest float).
+    let m = match worldline_case::world::one_field::from_str(raw, true) {
+        Err(e) if e.is_data() => return Some(error("VALIDATION_ERROR", &e.to_string())),
         Err(e) => return Some(error("INVALID_JSON", &format!("Invalid JSON: {e}"))),
         Ok(m) if !m.is_object() => {
             return Some(error(
@@ -342,6 +347,13 @@ async fn answer(served: &Served, session: &mut Option<Session>, raw: &str) -> Op
         }
         Ok(m) => m,
     };
+    if let Some(wide) = worldline_case::wide_integer::find(raw) {
+        let at = format!("line {}, column {}", wide.line, wide.column);
+        return Some(error(
+            "VALIDATION_ERROR",
+            &format!("{at}: {}", wide.message()),
+        ));
+    }
     let kind = match &m["type"] {
         Value::String(t) => t.clone(),
         Value::Null => String::new(),

@@ -796,8 +796,13 @@ pub(super) fn unended_footer(torn: &[u8]) -> Option<&str> {
 }
 
 /// What to say of a file that is a `worldline export` document, not a
-/// bundle (it was read as a run cut off before its header).
+/// bundle (it was read as a run cut off before its header), or of one
+/// that begins with a UTF-8 byte-order mark, which no bundle does (an
+/// editor saved it: it was "bad header: expected value at line 1 column 1").
 pub(super) fn an_export(first: &[u8]) -> Option<String> {
+    if first.starts_with(b"\xEF\xBB\xBF") {
+        return Some("begins with a UTF-8 byte-order mark, which no run's bundle has (an editor saved it): remove the mark, or take the bundle from the store or export it came from".to_string());
+    }
     first.starts_with(br#"{"format":"worldline-export/"#).then(|| {
         "is a `worldline export` file, not a run's bundle: bring it into a store with `worldline import FILE`, then name the run by its id".to_string()
     })
@@ -1069,6 +1074,19 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A bundle behind a UTF-8 byte-order mark is told so (it was "bad
+    /// header: expected value at line 1 column 1").
+    #[test]
+    fn a_byte_order_mark_is_named() {
+        let e = parse_held(b"\xEF\xBB\xBF{\"header\":{}}\n", Path::new("b.jsonl")).unwrap_err();
+        assert_eq!(e.line, 1);
+        assert!(
+            e.message.starts_with("begins with a UTF-8 byte-order mark"),
+            "{}",
+            e.message
+        );
+    }
 
     /// `Status::ALL` holds each status once, at the place this match gives
     /// it; a status added to the enum does not compile here until it is

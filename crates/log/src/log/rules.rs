@@ -271,6 +271,14 @@ pub const MODEL_REQUEST_MUST_BE_AN_OBJECT: u32 = 10;
 /// Under 10 every call recorded the whole conversation it sent again.
 pub const RENDERED_AS_CHANGES: u32 = 11;
 
+/// From 11: a message to the world's MCP endpoint that writes a key twice
+/// in one object, or holds an integer no 64 bits hold, is `-32600`
+/// Invalid Request naming it (with a null id); under 10 serde_json kept
+/// the last of the key's values (a `tools/call` with two `name`s called
+/// the second) and read such an integer as the nearest float (the id
+/// `12345678901234567890123` came back `1.2345678901234568e+22`).
+pub const MCP_JSON_READ_EXACTLY: u32 = 11;
+
 /// The rules of a header's `rules` (`None`: 0), or [`Later`] when a later
 /// worldline recorded them: what it changed is not known here.
 pub fn of_header(rules: Option<u32>) -> Result<u32, Later> {

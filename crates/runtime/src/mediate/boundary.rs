@@ -226,7 +226,8 @@ impl RunState {
         let transport = via.transport(Route::Mcp.api());
         let files = !self.med.services.world().initial.files.is_empty();
         let checked = self.med.rules() >= rules::MCP_JSON_RPC_CHECKED;
-        match mcp::request(method, body, files, checked) {
+        let exact = self.med.rules() >= rules::MCP_JSON_READ_EXACTLY;
+        match mcp::request(method, body, files, checked, exact) {
             Step::Reply { method, response } => {
                 self.protocol_answer(via, transport, noted("rpc", method), response)
             }

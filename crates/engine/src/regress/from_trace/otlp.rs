@@ -105,6 +105,9 @@ pub(crate) fn read(path: &Path) -> Result<Vec<Span>, Unread> {
 /// are said to be so (they were "no model call" and "neither OTLP JSON
 /// nor an OTLP protobuf ... buffer underflow").
 pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Span>, Unread> {
+    // A UTF-8 byte-order mark (an editor's) is passed over: JSON has none,
+    // and no protobuf begins with one (it was "invalid wire type value: 7").
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     match first {
         None if bytes.is_empty() => {
@@ -628,6 +631,19 @@ mod tests {
                 .unwrap_err()
                 .message
                 .starts_with("is neither OTLP JSON nor")
+        );
+    }
+
+    /// OTLP JSON after a UTF-8 byte-order mark is read as without it (it
+    /// was taken for a protobuf: "invalid wire type value: 7").
+    #[test]
+    fn a_byte_order_mark_is_passed_over() {
+        let doc = br#"{"resourceSpans":[]}"#;
+        let mut marked = b"\xEF\xBB\xBF".to_vec();
+        marked.extend_from_slice(doc);
+        assert_eq!(
+            parse(&marked).map_err(|e| e.message),
+            parse(doc).map_err(|e| e.message)
         );
     }
 
