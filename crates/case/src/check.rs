@@ -733,7 +733,8 @@ mod tests {
             p.message.contains("[model] recording `gone.jsonl`"),
             "{p:?}"
         );
-        std::fs::write(cases.join("gone.jsonl"), "").unwrap();
+        // A run's bundle begins with its header (an empty file is none).
+        std::fs::write(cases.join("gone.jsonl"), "{\"header\":{}}\n").unwrap();
         assert!(
             check(&[dir.path().to_path_buf()], None, false)
                 .problems
