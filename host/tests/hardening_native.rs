@@ -798,36 +798,9 @@ fn a_signal_during_a_native_case_s_repeats_counts_the_stopped_run_for_no_one() {
 fn a_signal_during_a_native_campaign_counts_the_stopped_run_for_no_one() {
     use std::os::unix::process::ExitStatusExt as _;
     let dir = temp_dir();
-    let store = dir.path().join("store");
-    let case = case_with(dir.path(), "c", PASSED_BY_DOING_NOTHING);
-    let faults = dir.path().join("faults.toml");
-    std::fs::write(
-        &faults,
-        "[[tools]]\ntool = \"get_ticket\"\nlatency_ms = { p = 0.5, ms = [1, 2] }\n",
-    )
-    .unwrap();
-    let began = dir.path().join("began");
-    std::fs::create_dir_all(&began).unwrap();
-    let worlds = worlds();
-    let mut child = cli()
-        .args([
-            os("fuzz"),
-            case.as_os_str(),
-            os("--faults"),
-            faults.as_os_str(),
-        ])
-        .args(["--runs", "20", "--jobs", "1", "--json"])
-        .args([
-            os("--worlds"),
-            worlds.as_os_str(),
-            os("--store"),
-            store.as_os_str(),
-        ])
-        .args(["--exec", "--", "/bin/sh", "-c"])
-        .arg(format!(
-            "touch {}/$$; sleep 1; echo '{{}}'",
-            began.display()
-        ))
+    let args = ["--runs", "20", "--jobs", "1", "--json"];
+    let (mut campaign, began) = native_campaign(dir.path(), LATENCY, &args, 1);
+    let mut child = campaign
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -1411,35 +1384,9 @@ fn a_signal_to_a_campaign_records_every_run_under_way_whole() {
     use std::os::unix::process::ExitStatusExt as _;
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let case = case_with(dir.path(), "c", PASSED_BY_DOING_NOTHING);
-    let faults = dir.path().join("faults.toml");
-    std::fs::write(
-        &faults,
-        "[[tools]]\ntool = \"get_ticket\"\nlatency_ms = { p = 0.5, ms = [1, 2] }\n",
-    )
-    .unwrap();
-    let began = dir.path().join("began");
-    std::fs::create_dir_all(&began).unwrap();
-    let worlds = worlds();
-    let mut child = cli()
-        .args([
-            os("fuzz"),
-            case.as_os_str(),
-            os("--faults"),
-            faults.as_os_str(),
-        ])
-        .args(["--runs", "8", "--jobs", "2", "--keep-all"])
-        .args([
-            os("--worlds"),
-            worlds.as_os_str(),
-            os("--store"),
-            store.as_os_str(),
-        ])
-        .args(["--exec", "--", "/bin/sh", "-c"])
-        .arg(format!(
-            "touch {}/$$; sleep 5; echo '{{}}'",
-            began.display()
-        ))
+    let args = ["--runs", "8", "--jobs", "2", "--keep-all"];
+    let (mut campaign, began) = native_campaign(dir.path(), LATENCY, &args, 5);
+    let mut child = campaign
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -1460,6 +1407,48 @@ fn a_signal_to_a_campaign_records_every_run_under_way_whole() {
             b.display()
         );
     }
+}
+
+/// A fault profile that slows `get_ticket` now and then.
+const LATENCY: &str = "[[tools]]\ntool = \"get_ticket\"\nlatency_ms = { p = 0.5, ms = [1, 2] }\n";
+
+/// `fuzz` (with `args`) of a case a native agent passes by doing nothing,
+/// under the fault profile `faults`, in `dir` (its store `dir/store`): the
+/// agent marks that it began (a file in the folder returned), sleeps
+/// `sleep_s` seconds and answers `{}`.
+fn native_campaign(
+    dir: &Path,
+    faults: &str,
+    args: &[&str],
+    sleep_s: u32,
+) -> (std::process::Command, PathBuf) {
+    let case = case_with(dir, "c", PASSED_BY_DOING_NOTHING);
+    let profile = dir.join("faults.toml");
+    std::fs::write(&profile, faults).unwrap();
+    let began = dir.join("began");
+    std::fs::create_dir_all(&began).unwrap();
+    let (worlds, store) = (worlds(), dir.join("store"));
+    let mut command = cli();
+    command
+        .args([
+            os("fuzz"),
+            case.as_os_str(),
+            os("--faults"),
+            profile.as_os_str(),
+        ])
+        .args(args)
+        .args([
+            os("--worlds"),
+            worlds.as_os_str(),
+            os("--store"),
+            store.as_os_str(),
+        ])
+        .args(["--exec", "--", "/bin/sh", "-c"])
+        .arg(format!(
+            "touch {}/$$; sleep {sleep_s}; echo '{{}}'",
+            began.display()
+        ));
+    (command, began)
 }
 
 /// How a native agent's campaign signalled in [`campaign_signalled`]
@@ -1495,32 +1484,10 @@ enum To {
 fn campaign_signalled(signal: libc::c_int, to: To) -> Signalled {
     use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
     let dir = temp_dir();
-    let store = dir.path().join("store");
-    let case = case_with(dir.path(), "c", PASSED_BY_DOING_NOTHING);
-    let faults = dir.path().join("faults.toml");
-    std::fs::write(&faults, "[[tools]]\ntool = \"*\"\ndeny = 0.1\n").unwrap();
-    let began = dir.path().join("began");
-    std::fs::create_dir_all(&began).unwrap();
-    let worlds = worlds();
-    let mut child = cli()
-        .args([
-            os("fuzz"),
-            case.as_os_str(),
-            os("--faults"),
-            faults.as_os_str(),
-        ])
-        .args(["--runs", "8", "--jobs", "2", "--keep-all", "--json"])
-        .args([
-            os("--worlds"),
-            worlds.as_os_str(),
-            os("--store"),
-            store.as_os_str(),
-        ])
-        .args(["--exec", "--", "/bin/sh", "-c"])
-        .arg(format!(
-            "touch {}/$$; sleep 20; echo '{{}}'",
-            began.display()
-        ))
+    let args = ["--runs", "8", "--jobs", "2", "--keep-all", "--json"];
+    let deny = "[[tools]]\ntool = \"*\"\ndeny = 0.1\n";
+    let (mut campaign, began) = native_campaign(dir.path(), deny, &args, 20);
+    let mut child = campaign
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .process_group(0)
