@@ -922,16 +922,10 @@ impl StoreDir {
         })
     }
 
-    /// Whether this process may write in the store's folder (`access(2)`,
-    /// which a read-only mount refuses even to root). A read-only store is
-    /// still read: its run index is then made in memory.
+    /// Whether this process may write in the store's folder. A read-only
+    /// store is still read: its run index is then made in memory.
     pub fn writable(&self) -> bool {
-        use std::os::unix::ffi::OsStrExt as _;
-        let Ok(path) = std::ffi::CString::new(self.root.as_os_str().as_bytes()) else {
-            return true;
-        };
-        // SAFETY: `path` is a NUL-terminated string that outlives the call.
-        unsafe { libc::access(path.as_ptr(), libc::W_OK) == 0 }
+        may_write(&self.root)
     }
 
     /// Refuse `what` (a command that changes the store) on a store this
@@ -1161,6 +1155,18 @@ pub fn is_run_id(s: &str) -> bool {
         && s.len() <= 128
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Whether this process may write `path` (`access(2)`, which a read-only
+/// mount refuses even to root); a path holding a NUL byte, which no file
+/// has, is not refused here.
+pub(crate) fn may_write(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    let Ok(path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return true;
+    };
+    // SAFETY: `path` is a NUL-terminated string that outlives the call.
+    unsafe { libc::access(path.as_ptr(), libc::W_OK) == 0 }
 }
 
 #[cfg(test)]

@@ -144,17 +144,13 @@ enum Unwritable {
 /// this process may not write, each with its mode and owner; `None` when
 /// each may be written (or is absent).
 fn unwritable_files(path: &Path) -> Option<String> {
-    use std::os::unix::ffi::OsStrExt as _;
     use std::os::unix::fs::MetadataExt as _;
     let files: Vec<String> = ["", "-wal", "-shm"]
         .iter()
         .filter_map(|suffix| {
             let file = PathBuf::from(format!("{}{suffix}", path.display()));
             let meta = file.metadata().ok()?;
-            let c = std::ffi::CString::new(file.as_os_str().as_bytes()).ok()?;
-            // SAFETY: `c` is a NUL-terminated string that outlives the call.
-            let writable = unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 };
-            (!writable).then(|| {
+            (!crate::store::may_write(&file)).then(|| {
                 format!(
                     "{} (mode {:04o}, owner uid {}, group gid {})",
                     file.display(),
