@@ -325,17 +325,10 @@ fn begins_as_no_export(file: &Path, open: &std::fs::File) -> std::io::Result<Opt
         }
     }
     let head = &head[..n];
+    // What comes before `at` is blanks (ASCII), or nothing.
     let refuse = |at: usize, what: String| {
-        let line = 1 + head[..at].iter().filter(|b| **b == b'\n').count();
-        let column = 1 + at
-            - head[..at]
-                .iter()
-                .rposition(|b| *b == b'\n')
-                .map_or(0, |i| i + 1);
-        Some(InputError {
-            line: Some((line, column)),
-            ..InputError::new(file, what)
-        })
+        let before = std::str::from_utf8(&head[..at]).unwrap_or_default();
+        Some(InputError::at(file, before, at, what))
     };
     if head.starts_with(b"\xEF\xBB\xBF") {
         return Ok(refuse(
