@@ -2284,7 +2284,10 @@ fn a_bundle_path_that_is_a_fifo_or_a_folder_is_said_to_be_one() {
 
 /// `worldline ARGS --store STORE` under `umask`, and as user and group
 /// `as_user` when given (root drops to it, as another user of a shared
-/// store), its home and working folder `home`.
+/// store), its home and working folder `home`. Another user runs a copy
+/// of the binary in `home`, with its caches there: the target folder may
+/// lie where only root can reach (CI's is under `/root`, mode 0700, and
+/// exec failed with EACCES).
 fn worldline_as(
     store: &Path,
     args: &[&str],
@@ -2292,8 +2295,32 @@ fn worldline_as(
     as_user: Option<libc::uid_t>,
     home: &Path,
 ) -> common::CliOutput {
+    use std::os::unix::fs::PermissionsExt as _;
     use std::os::unix::process::CommandExt as _;
-    let mut command = common::cli();
+    let mut command = match as_user {
+        None => common::cli(),
+        Some(_) => {
+            let bin = home.join("bin");
+            let copy = bin.join("worldline");
+            if !copy.exists() {
+                std::fs::create_dir_all(&bin).unwrap();
+                std::fs::copy(env!("CARGO_BIN_EXE_worldline"), &copy).unwrap();
+                for path in [&bin, &copy] {
+                    let mode = std::fs::Permissions::from_mode(0o755);
+                    std::fs::set_permissions(path, mode).unwrap();
+                }
+            }
+            let mut c = std::process::Command::new(copy);
+            for (var, folder) in [
+                ("WORLDLINE_STORE_CACHE", "store-cache"),
+                ("WORLDLINE_BUILD_CACHE", "build-cache"),
+                ("WORLDLINE_COMPILE_CACHE", "compile-cache"),
+            ] {
+                c.env(var, home.join(folder));
+            }
+            c
+        }
+    };
     command
         .args(args)
         .arg("--store")
