@@ -460,11 +460,14 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
         post.starts_with("HTTP/1.1 404") && post.contains("at /ws"),
         "{post}"
     );
-    // 2^64 is said as a number past the range, not as the float it reads
-    // as (any integer past 64 bits is refused where it stands).
+    // 2^64 is said as a seed past the range, not as the float it reads
+    // as, nor with the general advice to write it as a string (which
+    // `reset` refuses, `text_seed`).
     let wide = said["wide_seed"]["data"]["message"].as_str().unwrap();
     assert!(
-        wide.contains("the integer 18446744073709551616 is past 64 bits"),
+        wide.contains(
+            "seed must be a whole number from 0 to 18446744073709551615, not 18446744073709551616"
+        ) && !wide.contains("string"),
         "{said}"
     );
     // A file is not read as a run: it is refused before anything opens it.
@@ -1318,17 +1321,21 @@ fn a_key_written_twice_or_an_integer_past_64_bits_is_refused() {
             r#"{"type":"reset","data":{"seed":5,"seed":6}}"#,
             r#"{"type":"reset","type":"step","data":{}}"#,
             r#"{"type":"reset","data":{"seed":123456789012345678901234}}"#,
+            r#"{"type":"step","data":{"tool_name":"t","arguments":{"n":123456789012345678901234}}}"#,
             r#"{"type":"state"}"#,
         ],
     );
-    for (s, named) in said[..3].iter().zip([
+    for (s, named) in said[..4].iter().zip([
         "the field `seed` is written twice in one object",
         "the field `type` is written twice in one object",
-        "the integer 123456789012345678901234 is past 64 bits",
+        // A seed is told a seed's range (a string, the general advice,
+        // is no seed either).
+        "line 1, column 32: seed must be a whole number from 0 to 18446744073709551615, not 123456789012345678901234",
+        "line 1, column 57: the integer 123456789012345678901234 is past 64 bits",
     ]) {
         assert_eq!(s["data"]["code"], "VALIDATION_ERROR", "{said:?}");
         let message = s["data"]["message"].as_str().unwrap();
         assert!(message.contains(named), "{said:?}");
     }
-    assert_eq!(said[3]["data"]["episode_id"], Value::Null, "{said:?}");
+    assert_eq!(said[4]["data"]["episode_id"], Value::Null, "{said:?}");
 }

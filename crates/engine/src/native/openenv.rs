@@ -349,10 +349,18 @@ async fn answer(served: &Served, session: &mut Option<Session>, raw: &str) -> Op
     };
     if let Some(wide) = worldline_case::wide_integer::find(raw) {
         let at = format!("line {}, column {}", wide.line, wide.column);
-        return Some(error(
-            "VALIDATION_ERROR",
-            &format!("{at}: {}", wide.message()),
-        ));
+        // A reset's seed is said as `reset` says a seed out of range: the
+        // general advice (write it as a string) would be refused there.
+        let seed = &m["data"]["seed"];
+        let said = if m["type"] == "reset"
+            && seed.is_f64()
+            && wide.digits.parse::<f64>().ok() == seed.as_f64()
+        {
+            seed_range(wide.digits)
+        } else {
+            wide.message()
+        };
+        return Some(error("VALIDATION_ERROR", &format!("{at}: {said}")));
     }
     let kind = match &m["type"] {
         Value::String(t) => t.clone(),
@@ -409,6 +417,14 @@ async fn close(mut socket: WebSocket, code: u16, reason: &str) {
         let drained = async { while let Some(Ok(_)) = socket.recv().await {} };
         let _ = tokio::time::timeout(Duration::from_secs(2), drained).await;
     }
+}
+
+/// What a seed outside a `u64` (`not`, as written) is told.
+fn seed_range(not: &str) -> String {
+    format!(
+        "seed must be a whole number from 0 to {}, not {not}",
+        u64::MAX
+    )
 }
 
 fn text(v: &Value) -> Message {
@@ -483,13 +499,7 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
                     }
                     _ => seed.to_string(),
                 };
-                return error(
-                    "VALIDATION_ERROR",
-                    &format!(
-                        "seed must be a whole number from 0 to {}, not {not}",
-                        u64::MAX
-                    ),
-                );
+                return error("VALIDATION_ERROR", &seed_range(&not));
             }
         },
     }
