@@ -565,6 +565,39 @@ fn a_converter_that_fails_silently_is_said_to() {
     assert!(!dir.exists(), "{out}");
 }
 
+/// A virtual environment's folder given as `--python` (relative, as a
+/// user types it) is named as a folder with the Python in it to pass: it
+/// was looked up on `PATH` and said "No such file or directory".
+#[test]
+fn a_folder_given_as_the_python_is_said_to_be_one() {
+    let tmp = temp_dir();
+    std::fs::create_dir_all(tmp.path().join("venv/bin")).unwrap();
+    fake_python(&tmp.path().join("venv/bin"), "exit 1");
+    std::fs::create_dir(tmp.path().join("empty")).unwrap();
+    let dir = tmp.path().join("airline");
+    for (python, advice) in [
+        ("venv", "pass its Python, --python venv/bin/python"),
+        ("empty", "a virtual environment V's is V/bin/python"),
+    ] {
+        let mut cmd = common::cli();
+        cmd.args(["bench", "import", "tau2/airline", "-o"])
+            .arg(&dir)
+            .args(["--python", python, "--store"])
+            .arg(tmp.path().join("store"))
+            .current_dir(tmp.path());
+        let out = common::CliOutput::of(cmd.output().unwrap());
+        out.expect_code(2);
+        assert!(
+            out.stderr
+                .contains(&format!("{python}: this is a folder, not a Python"))
+                && out.stderr.contains(advice)
+                && !out.stderr.contains("No such file"),
+            "{out}"
+        );
+        assert!(!dir.exists(), "{out}");
+    }
+}
+
 /// A stand-in "Python" for `bench import`: a shell script that reads the
 /// converter and then runs `body`.
 fn fake_python(dir: &Path, body: &str) -> PathBuf {

@@ -234,14 +234,17 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
 
 /// The Python holding a benchmark's pinned `package`: `--python`, else
 /// `$var`; else an input error saying how to install it (`install`: pip's
-/// arguments) and name it.
+/// arguments) and name it. A folder (a virtual environment's, as `V` for
+/// `V/bin/python`) is refused naming the Python in it: run as a command,
+/// a relative one was looked up on `PATH` ("No such file or directory").
 fn pinned_python(
     args: &ImportArgs,
     package: &str,
     install: &str,
     var: &str,
 ) -> Result<PathBuf, InputError> {
-    args.python
+    let python = args
+        .python
         .clone()
         .or_else(|| std::env::var_os(var).map(PathBuf::from))
         .ok_or_else(|| {
@@ -252,7 +255,20 @@ fn pinned_python(
                      {install}) and pass --python V/bin/python or set {var}"
                 ),
             )
-        })
+        })?;
+    if python.is_dir() {
+        let inside = python.join("bin").join("python");
+        let pass = if inside.is_file() {
+            format!("pass its Python, --python {}", inside.display())
+        } else {
+            format!("pass the Python with {package} (a virtual environment V's is V/bin/python)")
+        };
+        return Err(InputError::new(
+            &python,
+            format!("this is a folder, not a Python: {pass}"),
+        ));
+    }
+    Ok(python)
 }
 
 /// The command that builds an import's world service `service` into
