@@ -1128,4 +1128,31 @@ fn a_line_break_in_a_case_s_name_is_one_row_of_the_tables() {
             "{runs}\n{validate}"
         );
     }
+    // Each command on the run that names its case writes it on one line
+    // (`history`'s head and `grade`'s first line wrote it raw).
+    let id = worldline_store::store::StoreDir::open(&store)
+        .unwrap()
+        .run_ids()
+        .unwrap()
+        .remove(0);
+    let on_run: [&[&str]; 7] = [
+        &["history", &id],
+        &["grade", &id, "--case", case, "--worlds", worlds],
+        &["replay", &id],
+        &["verify"],
+        &["show", &id, "--at", "1"],
+        &["diff", &id, &id],
+        &["fork", &id, "--at", "1"],
+    ];
+    for args in on_run {
+        let out = prompt(&store, args);
+        assert!(
+            !out.stdout
+                .lines()
+                .chain(out.stderr.lines())
+                .any(|l| l.starts_with("PASS")),
+            "{args:?}: {out}"
+        );
+    }
+    assert!(!run.stdout.lines().any(|l| l.starts_with("PASS")), "{run}");
 }

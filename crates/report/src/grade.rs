@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 use std::io::{self, Write};
+use worldline_case::shown::one_line;
 use worldline_engine::grade::Grade;
 
 /// The `grade --json` document.
@@ -70,7 +71,9 @@ pub fn write_regrade(out: &mut impl Write, s: &RegradeSummary<'_>) -> io::Result
     writeln!(
         out,
         "grade {}  {}  (against {})",
-        s.bundle, s.status, s.case
+        s.bundle,
+        s.status,
+        one_line(&s.case)
     )?;
     for w in s.warnings {
         writeln!(out, "  warning: {w}")?;

@@ -10,6 +10,7 @@ use std::io::{self, Write};
 use std::path::Path;
 use worldline_case::canon;
 use worldline_case::case::origin::Origin;
+use worldline_case::shown::one_line;
 use worldline_case::world::state::State;
 use worldline_engine::fork::check::describe;
 use worldline_engine::ops::history::{Page, Query};
@@ -186,7 +187,9 @@ fn write_head(out: &mut impl Write, t: &Timeline<'_>, hidden: Option<usize>) -> 
         "{}  {}  case {}  world {}  agent {}",
         path.display(),
         status(b),
-        h.case,
+        // A line break in the case's name is `\n`: the head is one line
+        // (the terminal's writer escapes the other controls).
+        one_line(&h.case),
         h.world,
         short_hash(&h.agent_sha256)
     )?;
@@ -346,7 +349,7 @@ fn write_events(out: &mut impl Write, b: &HeldBundle, page: &Page, cut: Cut) -> 
             call,
             // One line: text a run recorded breaks no line of the listing
             // (`--json` holds it as it is).
-            worldline_case::shown::one_line(&summary_cut(e, cut))
+            one_line(&summary_cut(e, cut))
         )?;
     }
     Ok(())
