@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# One sitting of issue 41's targets (docs/benchmarks.md, "The sittings"):
+# both sides of ../shared/bench/ twice (LangGraph 1.2.22 with its SQLite
+# checkpointer: `20 200 sqlite` for the durable N = 20 run, `200 20
+# sqlite` for the fork mid N = 200; `worldline_triage.sh` for worldline's),
+# then the stale-deploys campaign on two jobs (20,000 runs, three times),
+# `verify --jobs 2` of a 10,000-run store (host/benches/verify.rs's
+# layout: one recorded N = 20 run's bundle copied under 9,999 more ids)
+# twice, and `verify --sample 100` three times. Each step prints the
+# 1-minute load before it, so a sitting says how quiet it was.
+#
+# Usage, from the project root, with release builds:
+#   host/benches/sitting.sh WORLDLINE CALLER_WASM NAIVE_WASM LANGGRAPH_PYTHON
+# where LANGGRAPH_PYTHON has langgraph==1.2.22 and
+# langgraph-checkpoint-sqlite (../shared/bench/README.md). A target is
+# met only in a sitting whose load stays at or under 1.5.
+set -euo pipefail
+if [ $# -ne 4 ]; then
+  sed -n '13,14p' "$0" >&2
+  exit 2
+fi
+root=$(pwd)
+bench="$root/../shared/bench"
+w=$(realpath "$1")
+caller=$(realpath "$2")
+naive=$(realpath "$3")
+lg=$4
+for f in "$w" "$caller" "$naive" "$bench/langgraph_triage.py" "$bench/worldline_triage.sh"; do
+  [ -e "$f" ] || { echo "sitting.sh: $f is not there" >&2; exit 2; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+load() { echo "-- $(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg): $*"; }
+
+for round in 1 2; do
+  load "round $round: LangGraph durable N=20"
+  "$lg" "$bench/langgraph_triage.py" 20 200 sqlite
+  load "round $round: LangGraph fork mid N=200"
+  "$lg" "$bench/langgraph_triage.py" 200 20 sqlite
+  load "round $round: worldline"
+  "$bench/worldline_triage.sh" "$w" "$caller"
+done
+
+load "the stale-deploys campaign, two jobs"
+for i in 1 2 3; do
+  "$w" fuzz cases/incident/fuzz-stale-deploys.toml --agent "$naive" --runs 20000 \
+    --jobs 2 --store "$tmp/fz" --json >"$tmp/fz.json" 2>/dev/null || true
+  python3 -c "import json,sys; print('campaign runs/s', round(json.load(open(sys.argv[1]))['timing']['runs_per_s']))" "$tmp/fz.json"
+done
+
+# The verify store: one N = 20 run, its bundle copied under 9,999 more ids.
+mkdir -p "$tmp/v/worlds"
+cp -r tests/worlds/demo "$tmp/v/worlds/"
+python3 - "$tmp/v/case.toml" <<'PY'
+import sys
+calls = ['{ tool = "list_deploys", args = { service = "checkout" } }'] * 20
+calls.append('{ tool = "add_note", args = { ticket = "T-1", text = "db saturation", author = "bench" } }')
+open(sys.argv[1], "w").write(f'''world = "demo@v1"
+seed = 1000
+clock = 2026-03-01T12:00:00Z
+task = {{ calls = [{", ".join(calls)}] }}
+
+[expect]
+status = "completed"
+[[expect.state]]
+table = "notes"
+where = {{ ticket = "T-1", author = "bench" }}
+count = 1
+''')
+PY
+"$w" test "$tmp/v/case.toml" --agent "$caller" --worlds "$tmp/v/worlds" --store "$tmp/v/store" >/dev/null 2>&1
+one=$(ls "$tmp/v/store/runs" | head -1)
+python3 - "$tmp/v/store/runs" "$one" <<'PY'
+import os, shutil, sys
+runs, one = sys.argv[1], sys.argv[2]
+stem = one[:-len(".jsonl")][:-8]
+for i in range(1, 10000):
+    shutil.copyfile(os.path.join(runs, one), os.path.join(runs, f"{stem}{i:08x}.jsonl"))
+PY
+# Warm: the compile cache, the rebuilt world and the index in place.
+"$w" verify --store "$tmp/v/store" --jobs 2 --sample 10 --seed 1 >/dev/null 2>&1
+load "verify of 10,000 runs"
+for i in 1 2; do
+  s=$(date +%s%N)
+  "$w" verify --store "$tmp/v/store" --jobs 2 --json >"$tmp/v.json" 2>/dev/null || true
+  e=$(( ($(date +%s%N) - s) / 1000000 ))
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('verify', sys.argv[2], 'ms;', d.get('identical'), 'identical,', d.get('diverged'), 'diverged')" "$tmp/v.json" "$e"
+done
+load "verify --sample 100"
+for seed in 1 2 3; do
+  s=$(date +%s%N)
+  "$w" verify --store "$tmp/v/store" --jobs 2 --sample 100 --seed "$seed" >/dev/null 2>&1 || true
+  echo "verify --sample 100 (seed $seed) $(( ($(date +%s%N) - s) / 1000000 )) ms"
+done
+load "end"
