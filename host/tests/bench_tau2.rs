@@ -596,6 +596,21 @@ fn a_folder_given_as_the_python_is_said_to_be_one() {
         );
         assert!(!dir.exists(), "{out}");
     }
+    // A bare name PATH has (`sh`) is PATH's command, a folder of that
+    // name here notwithstanding: run, it is no Python with tau2.
+    std::fs::create_dir(tmp.path().join("sh")).unwrap();
+    let mut cmd = common::cli();
+    cmd.args(["bench", "import", "tau2/airline", "-o"])
+        .arg(&dir)
+        .args(["--python", "sh", "--store"])
+        .arg(tmp.path().join("store"))
+        .current_dir(tmp.path());
+    let out = common::CliOutput::of(cmd.output().unwrap());
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("the conversion failed") && !out.stderr.contains("is a folder"),
+        "{out}"
+    );
 }
 
 /// A stand-in "Python" for `bench import`: a shell script that reads the

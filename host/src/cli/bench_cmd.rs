@@ -236,7 +236,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
 /// `$var`; else an input error saying how to install it (`install`: pip's
 /// arguments) and name it. A folder (a virtual environment's, as `V` for
 /// `V/bin/python`) is refused naming the Python in it: run as a command,
-/// a relative one was looked up on `PATH` ("No such file or directory").
+/// a bare name was looked up on `PATH` ("No such file or directory").
 fn pinned_python(
     args: &ImportArgs,
     package: &str,
@@ -256,7 +256,14 @@ fn pinned_python(
                 ),
             )
         })?;
-    if python.is_dir() {
+    // A bare name is run from PATH (`--python python3` beside a folder
+    // `python3` is PATH's): a folder only when PATH has no such command.
+    let bare = python.components().count() == 1 && !python.has_root();
+    let on_path = || {
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(&python).is_file()))
+    };
+    if python.is_dir() && !(bare && on_path()) {
         let inside = python.join("bin").join("python");
         let pass = if inside.is_file() {
             format!("pass its Python, --python {}", inside.display())
