@@ -645,24 +645,16 @@ fn a_signal_ends_a_suite_of_native_runs_and_records_none_after_it() {
         let _ = std::fs::remove_dir_all(&store);
         let began_file = dir.path().join("began");
         let _ = std::fs::remove_file(&began_file);
-        let worlds = worlds();
-        let mut child = cli()
-            .args([os("test"), cases.as_os_str(), os("--jobs"), os("1")])
-            .args([
-                os("--worlds"),
-                worlds.as_os_str(),
-                os("--store"),
-                store.as_os_str(),
-            ])
-            .args(["--exec", "--", "/bin/sh", "-c"])
-            .arg(format!(
-                "touch {}; sleep 1; echo '{{}}'",
-                began_file.display()
-            ))
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let script = format!("touch {}; sleep 1; echo '{{}}'", began_file.display());
+        let mut child = sh_agent(
+            &[os("test"), cases.as_os_str(), os("--jobs"), os("1")],
+            &store,
+            &script,
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
         // Signalled once its first agent has started.
         let bundles = || files_with_suffix(&store.join("runs"), ".jsonl").len();
         let status = signal_when(&mut child, signal, || began_file.exists(), name);
@@ -734,21 +726,17 @@ fn a_signal_during_a_native_case_s_repeats_counts_the_stopped_run_for_no_one() {
     case_with(&cases, "again", PASSED_BY_DOING_NOTHING);
     let began = dir.path().join("began");
     std::fs::create_dir_all(&began).unwrap();
-    let worlds = worlds();
-    let mut child = cli()
-        .args([os("test"), cases.as_os_str(), os("--repeat"), os("5")])
-        .args([os("--jobs"), os("1"), os("--json")])
-        .args([
-            os("--worlds"),
-            worlds.as_os_str(),
-            os("--store"),
-            store.as_os_str(),
-        ])
-        .args(["--exec", "--", "/bin/sh", "-c"])
-        .arg(format!(
-            "touch {}/$$; sleep 1; echo '{{}}'",
-            began.display()
-        ))
+    let args = [
+        os("test"),
+        cases.as_os_str(),
+        os("--repeat"),
+        os("5"),
+        os("--jobs"),
+        os("1"),
+        os("--json"),
+    ];
+    let script = format!("touch {}/$$; sleep 1; echo '{{}}'", began.display());
+    let mut child = sh_agent(&args, &store, &script)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -877,24 +865,16 @@ fn a_signal_to_a_native_run_reports_it_then_ends_the_command() {
     let store = dir.path().join("store");
     let case = case_with(dir.path(), "c", PASSED_BY_DOING_NOTHING);
     let began_file = dir.path().join("began");
-    let worlds = worlds();
-    let mut child = cli()
-        .args([os("run"), case.as_os_str(), os("--json")])
-        .args([
-            os("--worlds"),
-            worlds.as_os_str(),
-            os("--store"),
-            store.as_os_str(),
-        ])
-        .args(["--exec", "--", "/bin/sh", "-c"])
-        .arg(format!(
-            "touch {}; sleep 30; echo '{{}}'",
-            began_file.display()
-        ))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let script = format!("touch {}; sleep 30; echo '{{}}'", began_file.display());
+    let mut child = sh_agent(
+        &[os("run"), case.as_os_str(), os("--json")],
+        &store,
+        &script,
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
     let status = signal_when(&mut child, libc::SIGINT, || began_file.exists(), "SIGINT");
     let mut out = String::new();
     let _ = child.stdout.take().unwrap().read_to_string(&mut out);
@@ -1128,17 +1108,7 @@ fn a_native_agent_s_processes_end_when_worldline_is_killed() {
         agent.display(),
         daemon(&detached, "</dev/null >/dev/null 2>&1")
     );
-    let worlds = worlds();
-    let mut child = cli()
-        .args([
-            os("run"),
-            case.as_os_str(),
-            os("--worlds"),
-            worlds.as_os_str(),
-        ])
-        .args([os("--store"), store.as_os_str()])
-        .args(["--exec", "--", "/bin/sh", "-c"])
-        .arg(&script)
+    let mut child = sh_agent(&[os("run"), case.as_os_str()], &store, &script)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -1185,20 +1155,9 @@ fn a_killed_run_s_folder_is_swept_by_the_next_run_and_a_live_one_s_kept() {
     let (store, tmp) = (dir.path().join("store"), dir.path().join("tmp"));
     std::fs::create_dir_all(&tmp).unwrap();
     let case = case_with(dir.path(), "long", "[limits]\ntimeout_ms = 600000\n");
-    let worlds = worlds();
     let start = |script: String| {
-        cli()
+        sh_agent(&[os("run"), case.as_os_str()], &store, &script)
             .env("TMPDIR", &tmp)
-            .args([
-                os("run"),
-                case.as_os_str(),
-                os("--worlds"),
-                worlds.as_os_str(),
-                os("--store"),
-                store.as_os_str(),
-            ])
-            .args(["--exec", "--", "/bin/sh", "-c"])
-            .arg(script)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -1276,19 +1235,16 @@ fn a_killed_fuzz_campaign_leaves_no_worker_nor_agent() {
         "slow",
         "[limits]\ntimeout_ms = 120000\n\n[[fuzz.tools]]\ntool = \"list_deploys\"\nlatency_ms = { p = 1.0, ms = [1, 5] }\n",
     );
-    let worlds = worlds();
-    let mut child = cli()
-        .args([
-            os("fuzz"),
-            case.as_os_str(),
-            os("--worlds"),
-            worlds.as_os_str(),
-        ])
-        .args([os("--store"), store.as_os_str()])
-        .args([
-            "--runs", "4", "--jobs", "2", "--exec", "--", "/bin/sh", "-c",
-        ])
-        .arg(format!("echo $$ > {}/$$; exec sleep 600", pids.display()))
+    let args = [
+        os("fuzz"),
+        case.as_os_str(),
+        os("--runs"),
+        os("4"),
+        os("--jobs"),
+        os("2"),
+    ];
+    let script = format!("echo $$ > {}/$$; exec sleep 600", pids.display());
+    let mut child = sh_agent(&args, &store, &script)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -1427,15 +1383,23 @@ fn native_campaign(
     std::fs::write(&profile, faults).unwrap();
     let began = dir.join("began");
     std::fs::create_dir_all(&began).unwrap();
-    let (worlds, store) = (worlds(), dir.join("store"));
+    let mut fuzz = vec![
+        os("fuzz"),
+        case.as_os_str(),
+        os("--faults"),
+        profile.as_os_str(),
+    ];
+    fuzz.extend(args.iter().map(|a| os(a)));
+    let script = format!("touch {}/$$; sleep {sleep_s}; echo '{{}}'", began.display());
+    (sh_agent(&fuzz, &dir.join("store"), &script), began)
+}
+
+/// `worldline ARGS --worlds <the tests' worlds> --store STORE --exec --
+/// /bin/sh -c SCRIPT`: a command whose native agent is a shell script.
+fn sh_agent(args: &[&std::ffi::OsStr], store: &Path, script: &str) -> std::process::Command {
+    let worlds = worlds();
     let mut command = cli();
     command
-        .args([
-            os("fuzz"),
-            case.as_os_str(),
-            os("--faults"),
-            profile.as_os_str(),
-        ])
         .args(args)
         .args([
             os("--worlds"),
@@ -1443,12 +1407,8 @@ fn native_campaign(
             os("--store"),
             store.as_os_str(),
         ])
-        .args(["--exec", "--", "/bin/sh", "-c"])
-        .arg(format!(
-            "touch {}/$$; sleep {sleep_s}; echo '{{}}'",
-            began.display()
-        ));
-    (command, began)
+        .args(["--exec", "--", "/bin/sh", "-c", script]);
+    command
 }
 
 /// How a native agent's campaign signalled in [`campaign_signalled`]
