@@ -914,40 +914,34 @@ error = "timeout"
     assert_eq!(verify.json()["diverged"], 0, "{verify}");
 }
 
-/// A `fuzz --keep-all` campaign stopped by SIGINT leaves every run it kept
-/// in the run index: its last rows, queued when the signal came, were
-/// left out (`index --check` named them missing), where an interrupted
-/// `test` commits them.
-#[test]
-fn a_campaign_stopped_by_sigint_leaves_every_run_it_kept_indexed() {
+/// `fuzz CASE ARGS` of the caller agent on the tests' worlds, its events
+/// written to `events`, sent SIGINT once three of its runs have finished:
+/// what it wrote, once the signal has ended it.
+fn sigint_after_three_runs(
+    case: &Path,
+    store: &Path,
+    events: &Path,
+    args: &[&str],
+) -> std::process::Output {
     use std::os::unix::process::ExitStatusExt;
-    let dir = temp_dir();
-    let case = write_case(
-        dir.path(),
-        "c",
-        "world = \"demo@v1\"\nseed = 11\nclock = 2026-03-01T12:00:00Z\n\
-         task = { calls = [{ tool = \"get_ticket\", args = { id = \"T-1\" } }] }\n\
-         [fuzz]\n[[fuzz.tools]]\ntool = \"get_ticket\"\nerror = { timeout = 0.5 }\n",
-    );
-    let store = dir.path().join("store");
-    let events = dir.path().join("events.jsonl");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .args(["fuzz", case.to_str().unwrap(), "--runs", "100000"])
-        .args(["--jobs", "1", "--keep-all", "--json"])
+        .arg("fuzz")
+        .arg(case)
+        .args(args)
         .arg("--agent")
         .arg(guest("caller-agent"))
         .arg("--worlds")
         .arg(common::worlds_dir())
         .arg("--store")
-        .arg(&store)
+        .arg(store)
         .arg("--events")
-        .arg(&events)
+        .arg(events)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let started = std::time::Instant::now();
-    while std::fs::read_to_string(&events)
+    while std::fs::read_to_string(events)
         .unwrap_or_default()
         .matches("run_finished")
         .count()
@@ -960,6 +954,26 @@ fn a_campaign_stopped_by_sigint_leaves_every_run_it_kept_indexed() {
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.signal(), Some(libc::SIGINT), "{out:?}");
+    out
+}
+
+/// A `fuzz --keep-all` campaign stopped by SIGINT leaves every run it kept
+/// in the run index: its last rows, queued when the signal came, were
+/// left out (`index --check` named them missing), where an interrupted
+/// `test` commits them.
+#[test]
+fn a_campaign_stopped_by_sigint_leaves_every_run_it_kept_indexed() {
+    let dir = temp_dir();
+    let case = write_case(
+        dir.path(),
+        "c",
+        "world = \"demo@v1\"\nseed = 11\nclock = 2026-03-01T12:00:00Z\n\
+         task = { calls = [{ tool = \"get_ticket\", args = { id = \"T-1\" } }] }\n\
+         [fuzz]\n[[fuzz.tools]]\ntool = \"get_ticket\"\nerror = { timeout = 0.5 }\n",
+    );
+    let store = dir.path().join("store");
+    let args = ["--runs", "100000", "--jobs", "1", "--keep-all", "--json"];
+    sigint_after_three_runs(&case, &store, &dir.path().join("events.jsonl"), &args);
     let check = worldline(&store, ["index", "--check", "--json"]);
     check.expect_code(0);
     assert_eq!(check.json()["missing"], serde_json::json!([]), "{check}");
@@ -1032,7 +1046,6 @@ fn a_signal_while_a_campaign_compiles_is_said() {
 /// no campaign kept and the last events missing.
 #[test]
 fn a_campaign_stopped_by_sigint_reports_the_runs_it_made() {
-    use std::os::unix::process::ExitStatusExt;
     let dir = temp_dir();
     let case = write_case(
         dir.path(),
@@ -1044,43 +1057,8 @@ fn a_campaign_stopped_by_sigint_reports_the_runs_it_made() {
     );
     let store = dir.path().join("store");
     let events = dir.path().join("events.jsonl");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .args([
-            "fuzz",
-            case.to_str().unwrap(),
-            "--runs",
-            "400",
-            "--jobs",
-            "2",
-            "--json",
-        ])
-        .arg("--agent")
-        .arg(guest("caller-agent"))
-        .arg("--worlds")
-        .arg(common::worlds_dir())
-        .arg("--store")
-        .arg(&store)
-        .arg("--events")
-        .arg(&events)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Once a few runs are done.
-    let started = std::time::Instant::now();
-    while std::fs::read_to_string(&events)
-        .unwrap_or_default()
-        .matches("run_finished")
-        .count()
-        < 3
-    {
-        assert!(started.elapsed().as_secs() < 60, "no runs finished");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    // SAFETY: a signal to the child this test started.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.signal(), Some(libc::SIGINT), "{out:?}");
+    let args = ["--runs", "400", "--jobs", "2", "--json"];
+    let out = sigint_after_three_runs(&case, &store, &events, &args);
     let doc: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(doc["interrupted"], "SIGINT", "{doc}");
