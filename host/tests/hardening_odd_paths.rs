@@ -40,6 +40,23 @@ fn check_on_worlds(store: &Path, case: &Path, worlds: &Path) -> common::CliOutpu
     prompt(store, &["check", case, "--worlds", worlds])
 }
 
+/// `worldline run CASE --agent caller-agent --worlds WORLDS`, in `store`.
+fn run_caller(store: &Path, case: &Path, worlds: &Path) -> common::CliOutput {
+    let agent = guest("caller-agent");
+    let (case, worlds) = (case.to_str().unwrap(), worlds.to_str().unwrap());
+    prompt(
+        store,
+        &[
+            "run",
+            case,
+            "--agent",
+            agent.to_str().unwrap(),
+            "--worlds",
+            worlds,
+        ],
+    )
+}
+
 /// A store at `<dir>/store` holding two passing runs, and their ids.
 fn store_with_runs(dir: &Path) -> (PathBuf, Vec<String>) {
     let cases = dir.join("cases");
@@ -935,7 +952,7 @@ fn a_world_file_s_path_names_the_file_a_file_system_would() {
 fn a_check_value_no_json_holds_is_refused_at_it() {
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let (worlds, agent) = (worlds_dir(), guest("caller-agent"));
+    let worlds = worlds_dir();
     let state = "[[expect.state]]\ntable = \"tickets\"\nkey = \"T-1\"\nfield = \"status\"\n";
     for (name, body, at) in [
         ("equals", format!("{state}equals = inf\n"), "14:10"),
@@ -953,17 +970,7 @@ fn a_check_value_no_json_holds_is_refused_at_it() {
         let check = check_on_worlds(&store, &case, &worlds);
         check.expect_code(2);
         assert!(check.stdout.contains(&said), "{check}");
-        let run = prompt(
-            &store,
-            &[
-                "run",
-                case.to_str().unwrap(),
-                "--agent",
-                agent.to_str().unwrap(),
-                "--worlds",
-                worlds.to_str().unwrap(),
-            ],
-        );
+        let run = run_caller(&store, &case, &worlds);
         run.expect_code(2);
         assert!(run.stderr.contains(&said), "{run}");
     }
@@ -977,7 +984,7 @@ fn a_check_value_no_json_holds_is_refused_at_it() {
 fn a_recording_that_is_no_bundle_is_refused_at_its_line() {
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let (worlds, agent) = (worlds_dir(), guest("caller-agent"));
+    let worlds = worlds_dir();
     std::fs::write(dir.path().join("notes.jsonl"), "my notes\n").unwrap();
     std::fs::write(dir.path().join("empty.jsonl"), "").unwrap();
     for (file, said) in [
@@ -1001,17 +1008,7 @@ fn a_recording_that_is_no_bundle_is_refused_at_its_line() {
             "{check}"
         );
         assert!(check.stdout.contains(said), "{check}");
-        let run = prompt(
-            &store,
-            &[
-                "run",
-                case.to_str().unwrap(),
-                "--agent",
-                agent.to_str().unwrap(),
-                "--worlds",
-                worlds.to_str().unwrap(),
-            ],
-        );
+        let run = run_caller(&store, &case, &worlds);
         run.expect_code(2);
         assert!(run.stderr.contains(said), "{run}");
     }
@@ -1103,20 +1100,10 @@ fn a_line_break_in_a_case_s_name_is_written_escaped() {
 fn a_line_break_in_a_case_s_name_is_one_row_of_the_tables() {
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let (worlds, agent) = (worlds_dir(), guest("caller-agent"));
+    let worlds = worlds_dir();
     let case = write_case(dir.path(), "ok\nPASS  forged", &demo_case(1));
+    let run = run_caller(&store, &case, &worlds);
     let (case, worlds) = (case.to_str().unwrap(), worlds.to_str().unwrap());
-    let run = prompt(
-        &store,
-        &[
-            "run",
-            case,
-            "--agent",
-            agent.to_str().unwrap(),
-            "--worlds",
-            worlds,
-        ],
-    );
     run.expect_code(0);
     let runs = prompt(&store, &["runs"]);
     runs.expect_code(0);
