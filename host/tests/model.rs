@@ -264,7 +264,11 @@ fn openai_model(server: &Server, more: &str) -> String {
 
 /// `worldline run CASE --agent A --json [args]` with the API key set.
 fn run(store: &Path, case: &Path, agent: &Path, args: &[&str]) -> CliOutput {
-    let worlds = worlds_dir();
+    run_on(&worlds_dir(), store, case, agent, args)
+}
+
+/// [`run`] on the worlds in `worlds`.
+fn run_on(worlds: &Path, store: &Path, case: &Path, agent: &Path, args: &[&str]) -> CliOutput {
     let mut all: Vec<&OsStr> = vec![
         OsStr::new("run"),
         case.as_os_str(),
@@ -1834,18 +1838,7 @@ fn live_long_run(root: &Path, n: usize) -> (PathBuf, String, u64) {
     );
     let store = dir.join("store");
     let agent = guest("looper-agent");
-    let args = [
-        OsStr::new("run"),
-        case.as_os_str(),
-        OsStr::new("--agent"),
-        agent.as_os_str(),
-        OsStr::new("--worlds"),
-        worlds.as_os_str(),
-        OsStr::new("--json"),
-        OsStr::new("--store"),
-        store.as_os_str(),
-    ];
-    let out = worldline_env(args, &[(KEY_VAR, KEY)]);
+    let out = run_on(&worlds, &store, &case, &agent, &[]);
     out.expect_code(0);
     assert_eq!(server.seen().len(), n, "{out}");
     let id = out.json()["run_id"].as_str().unwrap().to_string();
