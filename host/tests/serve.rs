@@ -379,6 +379,25 @@ fn openenv_episodes_are_isolated_runs_graded_as_test_grades_the_same_calls() {
     assert!(status.success(), "serve ended {status:?}");
 }
 
+/// The client `openenv/held.py` on `url`, once it has begun an episode it
+/// holds open: the process, and the rest of what it prints.
+fn held_episode(
+    url: &str,
+) -> (
+    std::process::Child,
+    std::io::Lines<BufReader<std::process::ChildStdout>>,
+) {
+    let mut held = Command::new(openenv_python())
+        .arg(tests_dir().join("openenv/held.py"))
+        .arg(url)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the held client runs");
+    let mut lines = BufReader::new(held.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "begun");
+    (held, lines)
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),
@@ -506,14 +525,7 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
     assert_eq!(frame("idle_pinging"), frame("idle"), "{said}");
     // Stopped with an episode open, the server closes its connection
     // (1001) at once and grades the episode before it ends.
-    let mut held = Command::new(openenv_python())
-        .arg(tests_dir().join("openenv/held.py"))
-        .arg(&url)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the held client runs");
-    let mut lines = BufReader::new(held.stdout.take().unwrap()).lines();
-    assert_eq!(lines.next().unwrap().unwrap(), "begun");
+    let (mut held, mut lines) = held_episode(&url);
     let stopped = std::time::Instant::now();
     let _ = Command::new("kill")
         .args(["-TERM", &server.id().to_string()])
@@ -1223,14 +1235,7 @@ fn an_episode_its_client_left_says_why_and_one_it_ended_does_not() {
     assert!(ended["truncated"].is_null(), "{ended}");
     let ended_run = ended["run_id"].as_str().unwrap().to_string();
     // Stopped with an episode open, the server ends it.
-    let mut held = Command::new(openenv_python())
-        .arg(tests_dir().join("openenv/held.py"))
-        .arg(&url)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the held client runs");
-    let mut lines = BufReader::new(held.stdout.take().unwrap()).lines();
-    assert_eq!(lines.next().unwrap().unwrap(), "begun");
+    let (mut held, _lines) = held_episode(&url);
     let _ = Command::new("kill")
         .args(["-TERM", &server.id().to_string()])
         .status();
