@@ -216,13 +216,14 @@ pub fn write(out: &mut impl Write, o: &RunOutcome) -> io::Result<()> {
     }
     // A native agent's answer printed over several lines is not its
     // output (the last line that is JSON is, docs/native.md): said, as a
-    // pretty-printed answer became `2`, its last line that was JSON.
-    let output = f
-        .output
-        .as_deref()
-        .and_then(|o| serde_json::from_str(o).ok());
+    // pretty-printed answer became `2`, its last line that was JSON. The
+    // output is parsed only then (a component's can be tens of kB).
     if Isolation::of(o).is_some()
-        && spread_json_at_end(&f.stdout).is_some_and(|v| Some(v) != output)
+        && let Some(spread) = spread_json_at_end(&f.stdout)
+        && f.output
+            .as_deref()
+            .and_then(|o| serde_json::from_str::<serde_json::Value>(o).ok())
+            != Some(spread)
     {
         writeln!(
             out,
