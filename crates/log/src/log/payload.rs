@@ -206,6 +206,20 @@ impl<'de> Deserialize<'de> for Answer {
     }
 }
 
+impl Answer {
+    /// `wire` read as an answer without copying its `ok` (any JSON, which
+    /// whoever needs it reads in place): its error, typed, when it has
+    /// one; when it does not read as an answer, the error reading it as
+    /// [`Answer`] gives.
+    pub fn error_in(wire: &Value) -> Result<Option<CallError>, serde_json::Error> {
+        match wire.as_object() {
+            // `ok` and every other key are any JSON.
+            Some(map) if !map.contains_key("error") => Ok(None),
+            _ => Answer::deserialize(wire).map(|a| a.error),
+        }
+    }
+}
+
 /// `tools.call`'s request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolRequest {
@@ -532,6 +546,34 @@ mod tests {
         for text in [r#"{"ok": 1, "ok": 2}"#, r#"{"error": null, "error": null}"#] {
             assert!(serde_json::from_str::<Answer>(text).is_err(), "{text}");
             assert!(serde_json::from_str::<Derived>(text).is_err(), "{text}");
+        }
+    }
+
+    /// [`Answer::error_in`] reads every answer, and refuses every non-answer
+    /// with the same words, as reading it whole does.
+    #[test]
+    fn an_answer_s_error_read_in_place_is_the_whole_answer_s() {
+        for v in [
+            json!({"ok": {"deploys": [{"id": "D-1"}]}}),
+            json!({"ok": null}),
+            json!({}),
+            json!({"error": {"kind": "timeout", "message": "slow", "retry": true}}),
+            json!({"error": null}),
+            json!({"ok": [1, 2], "injected": {"action": "stale"}}),
+            json!({"ok": 1, "error": {"kind": "failed"}}),
+            json!([1]),
+            json!("ok"),
+            json!(null),
+            json!({"error": {"message": "no kind"}}),
+            json!({"error": 5}),
+        ] {
+            let whole = Answer::deserialize(&v).map(|a| a.error);
+            let in_place = Answer::error_in(&v);
+            assert_eq!(
+                in_place.map_err(|e| e.to_string()),
+                whole.map_err(|e| e.to_string()),
+                "{v}"
+            );
         }
     }
 }

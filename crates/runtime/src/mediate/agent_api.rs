@@ -357,7 +357,12 @@ impl tools::Host for RunState {
             Err(e) => (Value::String(args_json), Some(e.to_string())),
         };
         let r = self.tool_call(&name, args, unparsed, None)?;
-        Ok(decode(&r.typed, canon::to_string))
+        Ok(match &r.typed {
+            Some(e) => Err(error_of(e)),
+            None => Ok(canon::to_string(
+                self.med.response(r.seq).get("ok").unwrap_or(&Value::Null),
+            )),
+        })
     }
 }
 
@@ -365,14 +370,16 @@ impl RunState {
     /// One tool call, however it arrived: `transport` says how when not
     /// through `tools.call` (recorded beside it; `None` keeps the event as
     /// it always was). `args` as recorded: the arguments, or the text the
-    /// agent sent when `unparsed` says why it is not JSON.
+    /// agent sent when `unparsed` says why it is not JSON. The answer's
+    /// error, typed; the answer itself is read where it was recorded
+    /// ([`super::Mediator::response`]).
     pub(in crate::mediate) fn tool_call(
         &mut self,
         name: &str,
         args: Value,
         unparsed: Option<String>,
         transport: Option<Transport>,
-    ) -> wasmtime::Result<super::Answered<call::Answer>> {
+    ) -> wasmtime::Result<super::Answered<Option<call::CallError>>> {
         let refused = match &unparsed {
             None => self.approve_tool_call(name, &args)?,
             Some(_) => None,
@@ -394,7 +401,7 @@ impl RunState {
         };
         let answered = self
             .med
-            .call_moving::<kind::ToolsCall>(&request, ("args", args), false, serve)
+            .answer_moving::<kind::ToolsCall>(&request, ("args", args), serve)
             .map_err(wasmtime::Error::new)?;
         // A service call the watchdog stopped is recorded (the agent made
         // it), then ends the run `timeout`, not replayable: a served

@@ -35,7 +35,7 @@ use worldline_case::path::JsonPath;
 use worldline_case::world::World;
 use worldline_case::world::state::{State, Write};
 use worldline_log::log::{
-    CallKind, Edit, Effect, Event, Extends, Held, Kind, Recorder, rules, size,
+    CallKind, Edit, Effect, Event, Extends, Held, Kind, Recorder, call, rules, size,
 };
 
 /// How the host stopped the guest (not an injected tool fault); it
@@ -130,6 +130,26 @@ pub struct ServiceReply {
 /// through its serializer).
 pub(crate) fn ok(value: Value) -> Value {
     Value::Object(serde_json::Map::from_iter([("ok".to_string(), value)]))
+}
+
+/// `request` as a value with its field `field` set to `value`, moved in
+/// ([`Mediator::call_moving`]).
+fn moved_into<K: CallKind>(request: &K::Request, field: &str, value: Value) -> Result<Value, Stop> {
+    let mut request = serde_json::to_value(request)
+        .map_err(|e| Stop::Untyped(format!("`{}`: its request: {e}", K::KIND.name())))?;
+    if let Some(obj) = request.as_object_mut() {
+        obj.insert(field.to_string(), value);
+    }
+    Ok(request)
+}
+
+/// The stop for an answer of call `name` that does not read as its kind's
+/// (`e` says why).
+fn untyped(name: &str, e: &serde_json::Error, wire: &Value) -> Stop {
+    Stop::Untyped(format!(
+        "`{name}`: the answer does not have its kind's shape ({e}): {}",
+        worldline_case::canon::to_string(wire)
+    ))
 }
 
 /// What an answer given for a call (a fork's `--respond`) is recorded
@@ -467,13 +487,27 @@ impl Mediator {
         live: bool,
         serve: impl FnOnce(&mut HostServices, &Value) -> ServiceReply,
     ) -> Result<Answered<K::Response>, Stop> {
-        let name = K::KIND.name();
-        let mut request = serde_json::to_value(request)
-            .map_err(|e| Stop::Untyped(format!("`{name}`: its request: {e}")))?;
-        if let Some(obj) = request.as_object_mut() {
-            obj.insert(field.to_string(), value);
-        }
+        let request = moved_into::<K>(request, field, value)?;
         self.answered::<K>(request, live, None, serve)
+    }
+
+    /// [`call_moving`](Self::call_moving) of a call answered `{"ok": …}` or
+    /// `{"error": …}`: the answer is checked as it reads typed, and its
+    /// `ok` left in place, where [`Mediator::response`] reads it, rather
+    /// than copied (a tool's answer is read once, as text or a body). The
+    /// answer's error, typed.
+    pub fn answer_moving<K: CallKind<Response = call::Answer>>(
+        &mut self,
+        request: &K::Request,
+        (field, value): (&str, Value),
+        serve: impl FnOnce(&mut HostServices, &Value) -> ServiceReply,
+    ) -> Result<Answered<Option<call::CallError>>, Stop> {
+        let name = K::KIND.name();
+        let request = moved_into::<K>(request, field, value)?;
+        let seq = self.answer(name, request, false, None, serve)?;
+        let wire = self.response(seq);
+        let typed = call::Answer::error_in(wire).map_err(|e| untyped(name, &e, wire))?;
+        Ok(Answered { typed, seq })
     }
 
     /// A call of kind `K` (not live) whose request is already compact: a
@@ -552,12 +586,7 @@ impl Mediator {
         let name = K::KIND.name();
         let seq = self.answer(name, request, live, extends, serve)?;
         let wire = self.response(seq);
-        let typed = serde::Deserialize::deserialize(wire).map_err(|e| {
-            Stop::Untyped(format!(
-                "`{name}`: the answer does not have its kind's shape ({e}): {}",
-                worldline_case::canon::to_string(wire)
-            ))
-        })?;
+        let typed = serde::Deserialize::deserialize(wire).map_err(|e| untyped(name, &e, wire))?;
         Ok(Answered { typed, seq })
     }
 
