@@ -7,7 +7,11 @@
 # `verify --jobs 2` of a 10,000-run store (host/benches/verify.rs's
 # layout: one recorded N = 20 run's bundle copied under 9,999 more ids)
 # twice, and `verify --sample 100` three times. Each step prints the
-# 1-minute load before it, so a sitting says how quiet it was.
+# 1-minute load before it, so a sitting says how quiet it was. LangGraph's
+# SQLite files (its temporary folder) are made under this sitting's own
+# folder and removed with it, and each side starts after a `sync`: the
+# 50–190 MB a LangGraph round writes were otherwise written back while
+# worldline's durable runs synced theirs.
 #
 # Usage, from the project root, with release builds:
 #   host/benches/sitting.sh WORLDLINE CALLER_WASM NAIVE_WASM LANGGRAPH_PYTHON
@@ -16,7 +20,7 @@
 # met only in a sitting whose load stays at or under 1.5.
 set -euo pipefail
 if [ $# -ne 4 ]; then
-  sed -n '13,14p' "$0" >&2
+  sed -n '/^# Usage/,/^#   host/p' "$0" >&2
   exit 2
 fi
 root=$(pwd)
@@ -32,11 +36,16 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 load() { echo "-- $(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg): $*"; }
 
+mkdir "$tmp/lg"
 for round in 1 2; do
+  sync
   load "round $round: LangGraph durable N=20"
-  "$lg" "$bench/langgraph_triage.py" 20 200 sqlite
+  TMPDIR="$tmp/lg" "$lg" "$bench/langgraph_triage.py" 20 200 sqlite
+  sync
   load "round $round: LangGraph fork mid N=200"
-  "$lg" "$bench/langgraph_triage.py" 200 20 sqlite
+  TMPDIR="$tmp/lg" "$lg" "$bench/langgraph_triage.py" 200 20 sqlite
+  rm -f "$tmp"/lg/*
+  sync
   load "round $round: worldline"
   "$bench/worldline_triage.sh" "$w" "$caller"
 done
