@@ -270,9 +270,9 @@ fn open_with(
 
 /// The case a run recorded, parsed against the world it recorded. The
 /// world the header names is loaded on another thread while the case's
-/// TOML is read (on a machine with a core free, a fork's case was ready
-/// ~0.3 ms sooner), and used when the case names it; its errors come
-/// where they came, after the case's own.
+/// TOML is read (a fork of the bench's N = 200 run took 0.1–1.1 ms less,
+/// docs/benchmarks.md, sitting 49), and used when the case names it; its
+/// errors come where they came, after the case's own.
 fn recorded_case(store: &StoreDir, header: &bundle::Header) -> Result<Case, InputError> {
     std::thread::scope(|s| {
         let world = ahead::spawn(s, || store.load_world(&header.world_hash));
