@@ -275,7 +275,9 @@ fn open_with(
 /// errors come where they came, after the case's own.
 fn recorded_case(store: &StoreDir, header: &bundle::Header) -> Result<Case, InputError> {
     std::thread::scope(|s| {
-        let world = ahead::spawn(s, || store.load_world(&header.world_hash));
+        let world = ahead::spawn(s, || {
+            case::as_recorded(|| store.load_world(&header.world_hash))
+        });
         let case_bytes = store.get_object(&header.case_hash)?;
         let case_path = store.object_path(&header.case_hash);
         case::parse_recorded(&case_path, case_bytes, |reference| {

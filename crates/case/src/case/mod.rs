@@ -419,6 +419,14 @@ pub fn parse_recorded(
     parse(path, bytes, resolve)
 }
 
+/// `load` run as it would run inside [`parse_recorded`]: the world a
+/// recorded case names, loaded on a thread of its own, is spared the rules
+/// its case is (decision 0412).
+pub fn as_recorded<T>(load: impl FnOnce() -> T) -> T {
+    let _recorded = recorded::Reading::start();
+    load()
+}
+
 /// The keys a case cannot be read without: a problem with one of them
 /// ends the reading ([`crate::sections::read`], which reads a section of
 /// the wrong type as a problem and the rest without it).
