@@ -52,15 +52,16 @@ pub(crate) fn error_answer(kind: ErrorKind, message: impl Into<String>) -> Servi
     )
 }
 
-/// Turn a recorded answer (`{"ok": v}` / `{"error": ...}`) into the
-/// guest's result, with `ok` mapped by `f`.
-pub(super) fn decode<T>(
-    answer: &call::Answer,
+/// Turn a recorded answer (`{"ok": v}` / `{"error": ...}`), given as its
+/// error and its `ok`, into the guest's result, with `ok` mapped by `f`.
+fn decode<T>(
+    error: Option<&call::CallError>,
+    ok: Option<&Value>,
     f: impl FnOnce(&Value) -> T,
 ) -> Result<T, ToolError> {
-    match &answer.error {
+    match error {
         Some(e) => Err(error_of(e)),
-        None => Ok(f(answer.ok.as_ref().unwrap_or(&Value::Null))),
+        None => Ok(f(ok.unwrap_or(&Value::Null))),
     }
 }
 
@@ -357,12 +358,8 @@ impl tools::Host for RunState {
             Err(e) => (Value::String(args_json), Some(e.to_string())),
         };
         let r = self.tool_call(&name, args, unparsed, None)?;
-        Ok(match &r.typed {
-            Some(e) => Err(error_of(e)),
-            None => Ok(canon::to_string(
-                self.med.response(r.seq).get("ok").unwrap_or(&Value::Null),
-            )),
-        })
+        let ok = self.med.response(r.seq).get("ok");
+        Ok(decode(r.typed.as_ref(), ok, canon::to_string))
     }
 }
 
@@ -573,7 +570,7 @@ fn file_request(
 impl files::Host for RunState {
     fn read(&mut self, path: String) -> wasmtime::Result<Result<Vec<u8>, ToolError>> {
         let r = self.file_read(&path, None)?;
-        Ok(decode(&r.typed, |v| {
+        Ok(decode(r.typed.error.as_ref(), r.typed.ok.as_ref(), |v| {
             serde_json::from_value::<FileData>(v.clone())
                 .map(|d| d.to_bytes())
                 .unwrap_or_default()
@@ -605,12 +602,12 @@ impl files::Host for RunState {
                 ..ServiceReply::read(json!({"ok": null}))
             }
         })?;
-        Ok(decode(&r.typed, |_| ()))
+        Ok(decode(r.typed.error.as_ref(), r.typed.ok.as_ref(), |_| ()))
     }
 
     fn paths(&mut self, prefix: String) -> wasmtime::Result<Result<Vec<String>, ToolError>> {
         let r = self.file_paths(&prefix, None)?;
-        Ok(decode(&r.typed, |v| {
+        Ok(decode(r.typed.error.as_ref(), r.typed.ok.as_ref(), |v| {
             v.as_array()
                 .map(|a| {
                     a.iter()
