@@ -826,6 +826,38 @@ pub(super) fn header_of(first: &str, path: &Path) -> Result<Header, BundleError>
     Ok(header.header)
 }
 
+/// The footer of a footer line (`line`, without its newline), its own
+/// hash checked (not yet whether it ends the chain). The line as
+/// [`footer_line`] wrote it is checked over its own text, `"hash"` taken
+/// out, as the recorder hashed it: no value made of it and serialized
+/// again (its output and stdout can be megabytes). Any other line (an
+/// older writer's, an edited one) is read the long way, [`footer_of`],
+/// which says what is wrong.
+pub(super) fn footer_of_line(line: &[u8]) -> Result<Footer, String> {
+    if let Some(footer) = footer_as_written(line) {
+        return Ok(footer);
+    }
+    let value = serde_json::from_slice(line).map_err(|e| format!("bad footer: {e}"))?;
+    footer_of(value)
+}
+
+/// The footer on `line` when its hash holds over the line's own text.
+fn footer_as_written(line: &[u8]) -> Option<Footer> {
+    use sha2::Digest as _;
+    let inner = line.strip_prefix(b"{\"footer\":")?.strip_suffix(b"}")?;
+    let footer = serde_json::from_slice::<FooterLine>(line).ok()?.footer;
+    let field = format!(",\"hash\":\"{}\"", footer.hash);
+    let at = inner
+        .windows(field.len())
+        .position(|w| w == field.as_bytes())?;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(footer.chain_hash.as_bytes());
+    hasher.update(b"\n");
+    hasher.update(&inner[..at]);
+    hasher.update(&inner[at + field.len()..]);
+    (canon::hex_of(&hasher.finalize()) == footer.hash).then_some(footer)
+}
+
 /// The footer of a footer line (`value`, which has `footer`), its own
 /// hash checked (not yet whether it ends the chain).
 pub(super) fn footer_of(value: Value) -> Result<Footer, String> {
@@ -932,6 +964,15 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// End with `footer`, which must end the chain read.
+    fn end_with(&mut self, footer: Footer) -> Result<(), String> {
+        if footer.chain_hash != self.prev {
+            return Err("footer chain hash does not match the last event".into());
+        }
+        self.footer = Some(footer);
+        Ok(())
+    }
+
     /// Take line `n` (whole, newline included): its events chained and
     /// checked, or the footer, or an intent.
     pub(super) fn line(&mut self, n: usize, line: &str) -> Result<(), BundleError> {
@@ -957,15 +998,15 @@ impl<'a> Reader<'a> {
                 "an empty line: a bundle has none (the file was edited)".into(),
             ));
         }
+        if let Some(footer) = footer_as_written(line.strip_suffix('\n').unwrap_or(line).as_bytes())
+        {
+            return self.end_with(footer).map_err(err);
+        }
         let mut value: Value =
             serde_json::from_str(line).map_err(|e| err(format!("not JSON: {e}")))?;
         if value.get("footer").is_some() {
             let footer = footer_of(value).map_err(err)?;
-            if footer.chain_hash != self.prev {
-                return Err(err("footer chain hash does not match the last event".into()));
-            }
-            self.footer = Some(footer);
-            return Ok(());
+            return self.end_with(footer).map_err(err);
         }
         if let Some(i) = intent::read(&value) {
             let i = i.map_err(|e| err(format!("bad intent: {e}")))?;
@@ -1222,6 +1263,36 @@ mod tests {
             assert_eq!(e.line, 4);
             assert!(e.message.starts_with("an empty line"), "{}", e.message);
         }
+    }
+
+    /// A footer line as written is read straight from its text, as the
+    /// long way reads it; one changed (its output, its hash, a space put
+    /// in) is not, and the long way still refuses the changed ones and
+    /// reads the spaced one.
+    #[test]
+    fn a_footer_line_is_read_from_its_text_as_the_long_way_reads_it() {
+        let mut footer = full();
+        footer.hash.clear();
+        footer.hash = footer_hash(&footer);
+        let line = footer_line(&footer);
+        let line = line.strip_suffix('\n').unwrap();
+        let long = footer_of(serde_json::from_str(line).unwrap()).unwrap();
+        assert_eq!(long, footer);
+        assert_eq!(footer_as_written(line.as_bytes()), Some(footer.clone()));
+        assert_eq!(footer_of_line(line.as_bytes()), Ok(footer.clone()));
+        let changed = [
+            line.replacen("[1, 2]", "[1, 3]", 1),
+            line.replacen(&footer.hash, &"0".repeat(64), 1),
+            line.replacen("\"events\":3", "\"events\":4", 1),
+        ];
+        for text in &changed {
+            assert_eq!(footer_as_written(text.as_bytes()), None, "{text}");
+            let e = footer_of_line(text.as_bytes()).unwrap_err();
+            assert!(e.contains("does not match"), "{e}");
+        }
+        let spaced = line.replacen("{\"footer\":", "{\"footer\": ", 1);
+        assert_eq!(footer_as_written(spaced.as_bytes()), None);
+        assert_eq!(footer_of_line(spaced.as_bytes()), Ok(footer));
     }
 
     #[test]

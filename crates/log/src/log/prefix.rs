@@ -129,7 +129,7 @@ fn last_footer(
         let start = len.saturating_sub(window).max(read);
         file.seek(SeekFrom::Start(start))
             .map_err(|e| err(format!("cannot read bundle: {e}")))?;
-        let mut tail = Vec::new();
+        let mut tail = Vec::with_capacity((len - start) as usize);
         file.take(len - start)
             .read_to_end(&mut tail)
             .map_err(|e| err(format!("cannot read bundle: {e}")))?;
@@ -142,9 +142,9 @@ fn last_footer(
             // A footer whole but for its newline.
             let torn = &tail[last.map_or(0, |i| i + 1)..];
             if let Some(line) = bundle::unended_footer(torn) {
-                let value =
-                    serde_json::from_str(line).map_err(|e| err(format!("bad footer: {e}")))?;
-                return bundle::footer_of(value).map(Some).map_err(err);
+                return bundle::footer_of_line(line.as_bytes())
+                    .map(Some)
+                    .map_err(err);
             }
             // Torn: no footer was written whole, unless the torn bytes
             // come after one, which no run writes.
@@ -174,7 +174,6 @@ fn last_footer(
         if !line.starts_with(b"{\"footer\":") {
             return Ok(None);
         }
-        let value = serde_json::from_slice(line).map_err(|e| err(format!("bad footer: {e}")))?;
-        return bundle::footer_of(value).map(Some).map_err(err);
+        return bundle::footer_of_line(line).map(Some).map_err(err);
     }
 }
