@@ -29,29 +29,9 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/worlds"
 cp -r "$root/tests/worlds/demo" "$tmp/worlds/"
 cd "$tmp"
-python3 - <<'PY'
-import os
-def case(n, seed):
-    calls = ['{ tool = "list_deploys", args = { service = "checkout" } }'] * n
-    calls.append('{ tool = "add_note", args = { ticket = "T-1", text = "db saturation", author = "bench" } }')
-    return f'''world = "demo@v1"
-seed = {seed}
-clock = 2026-03-01T12:00:00Z
-task = {{ calls = [{", ".join(calls)}] }}
-
-[expect]
-status = "completed"
-[[expect.state]]
-table = "notes"
-where = {{ ticket = "T-1", author = "bench" }}
-count = 1
-'''
-for n in (20, 200):
-    os.makedirs(f"cases{n}", exist_ok=True)
-    for i in range(20):
-        open(f"cases{n}/c{i:03}.toml", "w").write(case(n, 1000 + i))
-open("profile.toml", "w").write('[[tools]]\ntool = "add_note"\nlatency_ms = { p = 0.5, ms = [1, 2] }\n')
-PY
+python3 "$root/host/benches/triage_cases.py" cases20 20 20
+python3 "$root/host/benches/triage_cases.py" cases200 200 1
+printf '[[tools]]\ntool = "add_note"\nlatency_ms = { p = 0.5, ms = [1, 2] }\n' >profile.toml
 # Valgrind cannot reserve the address space of a pool of instances, and
 # its CPU is not the host's: everything runs under it, the agent compiled
 # once for that CPU before the profiles (else each would profile the

@@ -60,23 +60,7 @@ done
 # The verify store: one N = 20 run, its bundle copied under 9,999 more ids.
 mkdir -p "$tmp/v/worlds"
 cp -r tests/worlds/demo "$tmp/v/worlds/"
-python3 - "$tmp/v/case.toml" <<'PY'
-import sys
-calls = ['{ tool = "list_deploys", args = { service = "checkout" } }'] * 20
-calls.append('{ tool = "add_note", args = { ticket = "T-1", text = "db saturation", author = "bench" } }')
-open(sys.argv[1], "w").write(f'''world = "demo@v1"
-seed = 1000
-clock = 2026-03-01T12:00:00Z
-task = {{ calls = [{", ".join(calls)}] }}
-
-[expect]
-status = "completed"
-[[expect.state]]
-table = "notes"
-where = {{ ticket = "T-1", author = "bench" }}
-count = 1
-''')
-PY
+python3 "$root/host/benches/triage_cases.py" "$tmp/v/case.toml" 20
 "$w" test "$tmp/v/case.toml" --agent "$caller" --worlds "$tmp/v/worlds" --store "$tmp/v/store" >/dev/null 2>&1
 one=$(ls "$tmp/v/store/runs" | head -1)
 python3 - "$tmp/v/store/runs" "$one" <<'PY'
