@@ -6,7 +6,7 @@ use super::delta::{self, Chain, Held};
 use super::event::Event;
 use super::fold::{self, Folds};
 use super::intent::{self, Intent};
-use super::recorder::{CHAIN_START, chain_hash, chain_hash_of_text};
+use super::recorder::{CHAIN_START, chain_hash, chain_hash_of_parts, chain_hash_of_text};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -843,19 +843,14 @@ pub(super) fn footer_of_line(line: &[u8]) -> Result<Footer, String> {
 
 /// The footer on `line` when its hash holds over the line's own text.
 fn footer_as_written(line: &[u8]) -> Option<Footer> {
-    use sha2::Digest as _;
     let inner = line.strip_prefix(b"{\"footer\":")?.strip_suffix(b"}")?;
     let footer = serde_json::from_slice::<FooterLine>(line).ok()?.footer;
     let field = format!(",\"hash\":\"{}\"", footer.hash);
     let at = inner
         .windows(field.len())
         .position(|w| w == field.as_bytes())?;
-    let mut hasher = sha2::Sha256::new();
-    hasher.update(footer.chain_hash.as_bytes());
-    hasher.update(b"\n");
-    hasher.update(&inner[..at]);
-    hasher.update(&inner[at + field.len()..]);
-    (canon::hex_of(&hasher.finalize()) == footer.hash).then_some(footer)
+    let bare = [&inner[..at], &inner[at + field.len()..]];
+    (chain_hash_of_parts(&footer.chain_hash, &bare) == footer.hash).then_some(footer)
 }
 
 /// The footer of a footer line (`value`, which has `footer`), its own
@@ -910,8 +905,8 @@ fn plain_event(line: &str, prev: &str) -> Option<Event> {
     if !text[after..].starts_with('"') {
         return None;
     }
-    let bare = [&text[..at], &text[after + 1..]].concat();
-    if chain_hash_of_text(prev, &bare) != hash {
+    let bare = [&text.as_bytes()[..at], &text.as_bytes()[after + 1..]];
+    if chain_hash_of_parts(prev, &bare) != hash {
         return None;
     }
     let event: Event = serde_json::from_str(text).ok()?;

@@ -39,11 +39,19 @@ pub fn chain_hash(prev: &str, event: &Event) -> String {
 /// The hash of an event's canonical text without `hash` (a whole event,
 /// or a compact model call's line) chained after `prev`.
 pub fn chain_hash_of_text(prev: &str, text: &str) -> String {
+    chain_hash_of_parts(prev, &[text.as_bytes()])
+}
+
+/// [`chain_hash_of_text`] of the text `parts` make one after another: a
+/// line read with its `"hash"` cut out, hashed without joining the rest.
+pub(super) fn chain_hash_of_parts(prev: &str, parts: &[&[u8]]) -> String {
     use sha2::Digest as _;
     let mut hasher = sha2::Sha256::new();
     hasher.update(prev);
     hasher.update(b"\n");
-    hasher.update(text);
+    for part in parts {
+        hasher.update(part);
+    }
     canon::hex_of(&hasher.finalize())
 }
 
