@@ -3,7 +3,10 @@
 # both sides of ../shared/bench/ twice (LangGraph 1.2.22 with its SQLite
 # checkpointer: `20 200 sqlite` for the durable N = 20 run, `200 20
 # sqlite` for the fork mid N = 200; `worldline_triage.sh` for worldline's),
-# then the stale-deploys campaign on two jobs (20,000 runs, three times),
+# each worldline round followed by the bench's fork loop again, its mean
+# printed in hundredths of a millisecond (the bench prints whole ones: its
+# 12 is 12.00–12.99, up to 8% of a ratio), then the stale-deploys campaign
+# on two jobs (20,000 runs, three times),
 # `verify --jobs 2` of a 10,000-run store (host/benches/verify.rs's
 # layout: one recorded N = 20 run's bundle copied under 9,999 more ids)
 # twice, and `verify --sample 100` three times. Each step prints the
@@ -36,6 +39,24 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 load() { echo "-- $(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg): $*"; }
 
+# The fork's store: the bench's N = 200 case run once (its agent compiled
+# and cached), left a second so the cache's files have settled
+# (`file_identity.rs`) as the bench's have by its fork loop.
+mkdir -p "$tmp/f/worlds"
+cp -r tests/worlds/demo "$tmp/f/worlds/"
+python3 "$root/host/benches/triage_cases.py" "$tmp/f/case.toml" 200
+"$w" test "$tmp/f/case.toml" --agent "$caller" --worlds "$tmp/f/worlds" --store "$tmp/f/store" >/dev/null 2>&1
+parent=$(basename "$(ls "$tmp/f/store/runs" | head -1)" .jsonl)
+sleep 1
+# The bench's loop: ten forks at event 200, whole processes, one after another.
+forks() {
+  local s e
+  s=$(date +%s%N)
+  for _ in $(seq 10); do "$w" fork "$parent" --at 200 --store "$tmp/f/store" >/dev/null 2>&1; done
+  e=$(date +%s%N)
+  python3 -c "import sys; print(f'fork mid N=200 (the bench loop) {(int(sys.argv[2]) - int(sys.argv[1])) / 1e7:.2f} ms a fork, mean of 10')" "$s" "$e"
+}
+
 mkdir "$tmp/lg"
 for round in 1 2; do
   sync
@@ -48,6 +69,7 @@ for round in 1 2; do
   sync
   load "round $round: worldline"
   "$bench/worldline_triage.sh" "$w" "$caller"
+  forks
 done
 
 load "the stale-deploys campaign, two jobs"
