@@ -39,13 +39,19 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 load() { echo "-- $(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg): $*"; }
 
-# The fork's store: the bench's N = 200 case run once (its agent compiled
-# and cached), left a second so the cache's files have settled
-# (`file_identity.rs`) as the bench's have by its fork loop.
-mkdir -p "$tmp/f/worlds"
-cp -r tests/worlds/demo "$tmp/f/worlds/"
-python3 "$root/host/benches/triage_cases.py" "$tmp/f/case.toml" 200
-"$w" test "$tmp/f/case.toml" --agent "$caller" --worlds "$tmp/f/worlds" --store "$tmp/f/store" >/dev/null 2>&1
+# A store in DIR/store holding one run of the bench's case of N calls
+# (its agent compiled and cached there): one_run DIR N.
+one_run() {
+  mkdir -p "$1/worlds"
+  cp -r tests/worlds/demo "$1/worlds/"
+  python3 "$root/host/benches/triage_cases.py" "$1/case.toml" "$2"
+  "$w" test "$1/case.toml" --agent "$caller" --worlds "$1/worlds" --store "$1/store" >/dev/null 2>&1
+}
+
+# The fork's store: the bench's N = 200 case run once, left a second so
+# the cache's files have settled (`file_identity.rs`) as the bench's have
+# by its fork loop.
+one_run "$tmp/f" 200
 parent=$(basename "$(ls "$tmp/f/store/runs" | head -1)" .jsonl)
 sleep 1
 # The bench's loop: ten forks at event 200, whole processes, one after another.
@@ -80,10 +86,7 @@ for i in 1 2 3; do
 done
 
 # The verify store: one N = 20 run, its bundle copied under 9,999 more ids.
-mkdir -p "$tmp/v/worlds"
-cp -r tests/worlds/demo "$tmp/v/worlds/"
-python3 "$root/host/benches/triage_cases.py" "$tmp/v/case.toml" 20
-"$w" test "$tmp/v/case.toml" --agent "$caller" --worlds "$tmp/v/worlds" --store "$tmp/v/store" >/dev/null 2>&1
+one_run "$tmp/v" 20
 one=$(ls "$tmp/v/store/runs" | head -1)
 python3 - "$tmp/v/store/runs" "$one" <<'PY'
 import os, shutil, sys
