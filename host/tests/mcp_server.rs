@@ -4,7 +4,8 @@
 //! (`--idle-timeout`) and says how to get past a session left open,
 //! prints its address first with `--json`; `replay` says it replayed an
 //! MCP session; over both transports a second
-//! `initialize` in a session is refused; `verify` counts MCP sessions as
+//! `initialize` in a session is refused; over stdio the requests a limit
+//! left unanswered get a JSON-RPC error saying why; `verify` counts MCP sessions as
 //! what they are; a world file is listed with the MIME type it is read
 //! with.
 
@@ -496,4 +497,41 @@ fn a_session_ended_at_its_event_limit_replays_and_forks_to_that_end() {
     worldline(&store, ["verify", run]).expect_code(0);
     let fork = worldline(&store, ["fork", run, "--at", "2", "--json"]);
     assert_eq!(fork.json()["run_status"], "trapped", "{fork}");
+}
+
+/// Over stdio, the request that ends the run at its step limit, and one
+/// read after it, are answered with a JSON-RPC error saying why before
+/// the stream closes (they got no answer at all; HTTP answers them 503
+/// with the same words).
+#[test]
+fn over_stdio_the_requests_a_limit_left_are_answered_with_why() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(
+        dir.path(),
+        "steps",
+        &format!("{UNGRADED}\n[limits]\nmax_steps = 2\n"),
+    );
+    let calls: Vec<String> = (1..=4)
+        .map(|id| GET_ALERT.replace(r#""id":1"#, &format!(r#""id":{id}"#)))
+        .collect();
+    let mut lines = vec![INITIALIZE];
+    lines.extend(calls.iter().map(String::as_str));
+    let (answers, report) = over_stdio(&store, &case, &common::native::worlds(), &lines);
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(ids, [0, 1, 2, 3, 4], "{answers:?}");
+    assert_eq!(answers[2]["result"]["isError"], false, "{answers:?}");
+    for a in &answers[3..] {
+        assert_eq!(a["jsonrpc"], "2.0", "{a}");
+        assert_eq!(a["error"]["code"], -32000, "{a}");
+        let message = a["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with("the run has ended: step limit"), "{a}");
+    }
+    assert!(
+        report["error"].as_str().unwrap().contains("step limit"),
+        "{report}"
+    );
+    let run = report["run_id"].as_str().unwrap();
+    let replay = worldline(&store, ["replay", run, "--json"]);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
 }

@@ -14,6 +14,7 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::net::SocketAddr;
 use std::os::fd::AsFd as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use worldline_case::case::Case;
 use worldline_log::log::bundle::NativeAgent;
@@ -21,6 +22,9 @@ use worldline_runtime::sandbox::Sandbox;
 
 /// How often a waiting session looks at the signal flag.
 const POLL: Duration = Duration::from_millis(25);
+
+/// How long the answers to the requests a stopped run left are waited on.
+const ANSWERS_WITHIN: Duration = Duration::from_secs(5);
 
 /// Where the client connects.
 pub enum Transport {
@@ -98,18 +102,29 @@ fn over_stdio(handle: &Handle) {
     // stderr) would flush it out ahead of itself; a thread still waiting
     // on stdin could also hold stdout's lock past the session's end.
     let out = std::io::stdout().as_fd().try_clone_to_owned();
+    let busy = std::sync::Arc::new(AtomicBool::new(false));
+    let answering = busy.clone();
     std::thread::spawn(move || {
         // A client that closes its end ends the session, not the process.
         signals::hold_sigpipe_on_this_thread();
         let input = std::io::stdin().lock();
         let _ = match out {
-            Ok(out) => stdio::serve(&h, input, BufWriter::new(File::from(out))),
-            Err(_) => stdio::serve(&h, input, std::io::stdout().lock()),
+            Ok(out) => stdio::serve(&h, input, BufWriter::new(File::from(out)), &answering),
+            Err(_) => stdio::serve(&h, input, std::io::stdout().lock(), &answering),
         };
         let _ = done.send(());
     });
     while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(POLL) {
-        if signals::received() || handle.stopped() {
+        if signals::received() {
+            break;
+        }
+        if handle.stopped() {
+            // The request that stopped the run, and those read after it,
+            // are still to be answered with why (a client that reads
+            // nothing more is not waited on past the bound).
+            if busy.load(Ordering::SeqCst) {
+                let _ = finished.recv_timeout(ANSWERS_WITHIN);
+            }
             break;
         }
     }
