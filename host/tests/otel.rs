@@ -540,6 +540,17 @@ fn answering_once(
     content_type: &'static str,
     body: Vec<u8>,
 ) -> (String, std::thread::JoinHandle<()>) {
+    answering_once_with("200 OK", String::new(), content_type, body)
+}
+
+/// [`answering_once`] with this status line and these header lines
+/// (each ending `\r\n`).
+fn answering_once_with(
+    status: &'static str,
+    headers: String,
+    content_type: &'static str,
+    body: Vec<u8>,
+) -> (String, std::thread::JoinHandle<()>) {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -561,13 +572,65 @@ fn answering_once(
         let mut conn = conn;
         write!(
             conn,
-            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            "HTTP/1.1 {status}\r\n{headers}content-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
             body.len()
         )
         .unwrap();
         conn.write_all(&body).unwrap();
     });
     (format!("http://127.0.0.1:{port}"), collector)
+}
+
+/// A collector that answers with a redirect is an error naming where it
+/// points (exit 2, one line, in `--json`'s error too), and nothing is
+/// sent there: the redirect was followed, the spans went to its target
+/// and the summary named the endpoint given.
+#[test]
+fn a_collector_s_redirect_is_not_followed() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "injected", INJECTED);
+    let out = common::run_in(&store, &case, &guest("caller-agent"), &worlds_dir());
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let elsewhere = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = format!(
+        "http://127.0.0.1:{}/v1/traces",
+        elsewhere.local_addr().unwrap().port()
+    );
+    for json in [false, true] {
+        let (endpoint, collector) = answering_once_with(
+            "307 Temporary Redirect",
+            format!("location: {target}\r\n"),
+            "text/plain",
+            Vec::new(),
+        );
+        let mut args = vec!["otel", id.as_str(), "--endpoint", endpoint.as_str()];
+        if json {
+            args.push("--json");
+        }
+        let out = worldline(&store, args);
+        out.expect_code(2);
+        let said = format!(
+            "{endpoint}/v1/traces: the collector answered HTTP 307 and points to {target}; spans are not sent where a redirect leads: pass that URL as --endpoint"
+        );
+        if json {
+            let error = &out.json()["error"];
+            assert_eq!(error["file"], format!("{endpoint}/v1/traces"), "{out}");
+            assert!(
+                error["message"].as_str().unwrap().contains(&target),
+                "{out}"
+            );
+        } else {
+            assert_eq!(out.stderr.trim_end().lines().count(), 1, "{out}");
+            assert!(out.stderr.contains(&said), "{out}");
+        }
+        collector.join().unwrap();
+    }
+    elsewhere.set_nonblocking(true).unwrap();
+    assert!(
+        elsewhere.accept().is_err(),
+        "the redirect's target was sent the spans"
+    );
 }
 
 /// An OTLP partial success (HTTP 200 whose answer says spans were

@@ -1,6 +1,7 @@
 //! Delivering OTLP trace requests (a run's spans in batches), each as it
 //! is made: POSTed to an OTLP/HTTP endpoint as protobuf
 //! (`<endpoint>/v1/traces`), or written to a file after the one before.
+//! A redirect is an error naming where it points, never followed.
 
 use anyhow::Result;
 use opentelemetry_proto::tonic::collector::trace::v1::{
@@ -115,8 +116,12 @@ impl Poster {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
+        // A redirect is not followed: it could send the spans (their
+        // content too, with `--content`) to a host the user never named,
+        // and the summary would name the URL they did not go to.
         let client = reqwest::Client::builder()
             .user_agent(concat!("worldline/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::none())
             .build()?;
         Ok(Poster {
             rt,
@@ -169,6 +174,9 @@ fn post_one(
                 .send()
                 .await?;
             let status = resp.status().as_u16();
+            let location = (resp.headers().get(reqwest::header::LOCATION))
+                .and_then(|v| v.to_str().ok())
+                .map(|l| url.join(l).map_or_else(|_| l.to_string(), |u| shown(&u)));
             let content_type = (resp.headers().get(reqwest::header::CONTENT_TYPE))
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("")
@@ -192,7 +200,7 @@ fn post_one(
                     Err(format!("(the answer broke off: {e})"))
                 }
             };
-            Ok::<_, reqwest::Error>((status, content_type, body))
+            Ok::<_, reqwest::Error>((status, content_type, body, location))
         })
         .await
     });
@@ -202,7 +210,7 @@ fn post_one(
             "cannot send spans: {} (is an OTLP/HTTP collector listening there?)",
             e.without_url()
         ))),
-        Ok(Ok((status, content_type, body))) if (200..300).contains(&status) => {
+        Ok(Ok((status, content_type, body, _))) if (200..300).contains(&status) => {
             let (rejected_spans, message) = body
                 .map(|b| partial_success(&content_type, &b))
                 .unwrap_or((0, None));
@@ -212,9 +220,15 @@ fn post_one(
                 message,
             })
         }
+        Ok(Ok((status, _, _, Some(location)))) if (300..400).contains(&status) => {
+            Err(fail(format!(
+                "the collector answered HTTP {status} and points to {}; spans are not sent where a redirect leads: pass that URL as --endpoint",
+                one_line(&location).chars().take(300).collect::<String>()
+            )))
+        }
         // Its body on one line (a collector's pretty-printed JSON ran
         // over several, where an error is one line).
-        Ok(Ok((status, _, body))) => {
+        Ok(Ok((status, _, body, _))) => {
             let text = body.map_or_else(|why| why, |b| String::from_utf8_lossy(&b).into_owned());
             Err(fail(format!(
                 "the collector answered HTTP {status}: {}",
