@@ -5,7 +5,9 @@
 //! replay that meets other values, an `https://` route refused naming its
 //! `http://` URL, the SDKs' telemetry off and unrecorded; the agent's own
 //! exception shown wherever it is in stderr, `history --stdout/--stderr`,
-//! a scripted model that runs out as its own outcome; and the small
+//! a scripted model that runs out as its own outcome; `repro` in another
+//! environment saying why its repetitions ended otherwise and which
+//! variables differ; and the small
 //! things: `run` without an agent, slow fuzz rates, divergence kinds,
 //! `check` on a scripted call to a tool the world lacks.
 
@@ -919,4 +921,93 @@ fn a_pass_env_that_is_no_variable_s_name_is_refused_naming_the_flag() {
             "{name:?}: {out}"
         );
     }
+}
+
+/// An agent that cannot start unless `WL_TEST_A` is `a`.
+const NEEDS_A: &str = r#"
+import json, os, sys
+if os.environ.get("WL_TEST_A") != "a":
+    sys.exit("WL_TEST_A is not a: cannot start")
+print(json.dumps({"ok": 1}))
+"#;
+
+/// `repro` of a native run from a shell whose passed-through variable
+/// has another value: each way the repetitions ended otherwise comes with
+/// why the first so ended (the agent's error, as `replay` words it), and
+/// the variables that differ are named as `replay` names them, in the
+/// text and in `--json` (it said only `0/2 … 2 exited`).
+#[test]
+fn a_repro_that_ends_otherwise_says_why_and_which_variables_differ() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let agent = dir.path().join("needs_a.py");
+    std::fs::write(&agent, NEEDS_A).unwrap();
+    let case = write_case(
+        dir.path(),
+        "needs_a",
+        &format!("{CASE_HEAD}[expect]\nunchanged = [\"alerts\"]\n"),
+    );
+    let worlds = workspace_root().join("worlds");
+    let (case, worlds, agent) = (
+        case.to_str().unwrap(),
+        worlds.to_str().unwrap(),
+        agent.to_str().unwrap(),
+    );
+    let store = store.to_str().unwrap();
+    let out = worldline_at(
+        dir.path(),
+        [
+            "run",
+            case,
+            "--json",
+            "--worlds",
+            worlds,
+            "--store",
+            store,
+            "--pass-env",
+            "WL_TEST_A",
+            "--exec",
+            "--",
+            "python3",
+            agent,
+        ],
+        &[("WL_TEST_A", "a")],
+    );
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let repro = |value: &str, json: bool| {
+        let mut args = vec!["repro", id.as_str(), "--store", store, "--times", "2"];
+        if json {
+            args.push("--json");
+        }
+        let out = worldline_at(dir.path(), args, &[("WL_TEST_A", value)]);
+        out.expect_code(0);
+        out
+    };
+    let why = "the process exited with status 1; its stderr ends: WL_TEST_A is not a: cannot start";
+    let other = repro("b", true);
+    assert_eq!(other.json()["outcomes"], json!({"exited": 2}), "{other}");
+    assert_eq!(other.json()["errors"], json!({"exited": why}), "{other}");
+    assert_eq!(
+        other.json()["env_differs"],
+        json!(["WL_TEST_A (another value)"]),
+        "{other}"
+    );
+    let text = repro("b", false);
+    assert!(
+        text.stdout
+            .contains(&format!("       2  exited\n          first: {why}\n")),
+        "{text}"
+    );
+    assert!(
+        text.stdout.contains(
+            "\n  passed-through variables differ from the recording: WL_TEST_A (another value)\n"
+        ),
+        "{text}"
+    );
+    // In the recorded environment: reproduced, nothing to say.
+    let same = repro("a", true);
+    assert_eq!(same.json()["reproduced"], 2, "{same}");
+    assert_eq!(same.json()["errors"], json!({}), "{same}");
+    assert!(same.json().get("env_differs").is_none(), "{same}");
 }

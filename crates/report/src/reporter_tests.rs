@@ -150,6 +150,8 @@ fn otel_names_each_run_and_its_trace() {
 fn repro_gives_the_rate_its_interval_and_each_outcome() {
     let r = worldline_engine::fuzz::repro::Repro {
         distinct_runs: 1,
+        env_differs: Vec::new(),
+        errors: BTreeMap::new(),
         interrupted: None,
         interval: [0.7225, 1.0],
         outcome: "failed: deploys/D-42.status equals".into(),

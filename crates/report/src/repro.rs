@@ -2,6 +2,7 @@
 //! [`Repro`](worldline_engine::fuzz::repro::Repro) itself).
 
 use std::io::{self, Write};
+use worldline_case::shown::one_line;
 use worldline_engine::fuzz::repro::Repro;
 use worldline_log::log::rules;
 
@@ -27,6 +28,9 @@ pub fn write(out: &mut impl Write, r: &Repro) -> io::Result<()> {
     )?;
     for (outcome, n) in &r.outcomes {
         writeln!(out, "  {n:>6}  {outcome}")?;
+        if let Some(why) = r.errors.get(outcome) {
+            writeln!(out, "          first: {}", one_line(why))?;
+        }
     }
     // How many distinct runs the repetitions were (cli.md promises it;
     // the text said it only when it was 1).
@@ -37,6 +41,9 @@ pub fn write(out: &mut impl Write, r: &Repro) -> io::Result<()> {
         )?;
     } else {
         writeln!(out, "  {} distinct runs", r.distinct_runs)?;
+    }
+    if !r.env_differs.is_empty() {
+        writeln!(out, "  {}", crate::verify::env_differs(&r.env_differs))?;
     }
     Ok(())
 }

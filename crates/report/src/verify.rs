@@ -55,11 +55,7 @@ pub fn write_replay(out: &mut impl Write, r: &ReplayReport) -> io::Result<()> {
         Verdict::Diverged => write_divergence(out, r)?,
     }
     if !r.env_differs.is_empty() {
-        writeln!(
-            out,
-            "    passed-through variables differ from the recording: {}",
-            r.env_differs.join(", ")
-        )?;
+        writeln!(out, "    {}", env_differs(&r.env_differs))?;
     }
     Ok(())
 }
@@ -375,4 +371,13 @@ pub fn write_redacted_copy(
         writeln!(out, "  cannot check: {c}")?;
     }
     Ok(())
+}
+
+/// The line that names a native run's passed-through variables whose
+/// values differ from the recording (`replay`, `verify`, `repro`).
+pub(crate) fn env_differs(names: &[String]) -> String {
+    format!(
+        "passed-through variables differ from the recording: {}",
+        names.join(", ")
+    )
 }

@@ -1,7 +1,10 @@
 //! Reproduction rate: a recorded run's case, seed and faults run again N
 //! times, each with another model seed, and how often it ends the way the
 //! recording did (its failure signature, or passing) — a rate with its 95%
-//! Wilson interval, not a yes or no.
+//! Wilson interval, not a yes or no. Each way it ended otherwise is shown
+//! with why its first repetition so ended, and a native run's
+//! passed-through variables that differ from the recording are named, as
+//! `replay` names them.
 
 use super::campaign;
 use super::stats::{Z95, wilson};
@@ -20,6 +23,15 @@ pub struct Repro {
     /// Repetitions that were distinct runs (by chain hash); 1 when nothing
     /// in the case draws from the model seed.
     pub distinct_runs: usize,
+    /// A native run: the passed-through variables whose values now differ
+    /// from those it recorded (by name and how; never the values), as
+    /// `replay` gives them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env_differs: Vec<String>,
+    /// For each outcome other than the recorded one, why the first
+    /// repetition that ended so did not pass (its agent's error, or the
+    /// first failed check), when it says.
+    pub errors: BTreeMap<String, String>,
     /// The signal (`SIGINT`, `SIGTERM`) that stopped the repetitions, if
     /// one did: `times` counts those that ended before it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -74,23 +86,36 @@ pub fn repro(
         Ok((!stopped()).then(|| {
             (
                 signature::of(o.footer.status, o.grade.as_ref()),
-                o.footer.chain_hash,
+                o.footer.chain_hash.clone(),
+                crate::suite::reason(&o),
             )
         }))
     })?;
     let ends: Vec<_> = ends.into_iter().flatten().collect();
     let made = ends.len() as u64;
-    let reproduced = ends.iter().filter(|(s, _)| *s == want).count() as u64;
+    let reproduced = ends.iter().filter(|(s, ..)| *s == want).count() as u64;
     let mut outcomes: BTreeMap<String, u64> = BTreeMap::new();
-    for (s, _) in &ends {
-        *outcomes
-            .entry(s.clone().unwrap_or_else(|| "passed".into()))
-            .or_insert(0) += 1;
+    let mut errors: BTreeMap<String, String> = BTreeMap::new();
+    for (s, _, why) in &ends {
+        let outcome = s.clone().unwrap_or_else(|| "passed".into());
+        if let (Some(why), true) = (why, *s != want) {
+            errors.entry(outcome.clone()).or_insert_with(|| why.clone());
+        }
+        *outcomes.entry(outcome).or_insert(0) += 1;
     }
-    let distinct_runs = ends.iter().map(|(_, h)| h).collect::<BTreeSet<_>>().len();
+    let distinct_runs = ends
+        .iter()
+        .map(|(_, h, _)| h)
+        .collect::<BTreeSet<_>>()
+        .len();
     let (lo, hi) = wilson(reproduced, made, Z95);
+    let env_differs = header.native.as_ref().map_or_else(Vec::new, |agent| {
+        crate::native::environment::differing(header.env.as_ref(), &agent.pass_env)
+    });
     Ok(Repro {
         distinct_runs,
+        env_differs,
+        errors,
         interrupted: crate::native::signals::interrupted(),
         interval: [lo, hi],
         outcome: want.unwrap_or_else(|| "passed".into()),

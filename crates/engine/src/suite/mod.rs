@@ -65,6 +65,22 @@ pub struct Attempt {
     pub tokens_missing: Option<String>,
 }
 
+/// Why a run did not pass, in one line (`None`: it passed).
+pub(crate) fn reason(o: &RunOutcome) -> Option<String> {
+    if verdict::ending(o.footer.status, o.grade.as_ref()) == verdict::Ending::Passed {
+        return None;
+    }
+    // A fault says more than the grade it spoiled (a Python exception, a
+    // panic, fuel).
+    if o.footer.status.overrides_grade() {
+        return o.footer.error.clone();
+    }
+    o.grade
+        .as_ref()
+        .and_then(verdict::first_failure)
+        .or_else(|| o.footer.error.clone())
+}
+
 impl Attempt {
     /// `outcome` kept as a suite keeps it: counted, then its events, final
     /// state and output let go.
@@ -182,15 +198,7 @@ impl Attempt {
     pub fn reason(&self) -> Option<String> {
         match &self.outcome {
             Err(e) => Some(e.clone()),
-            Ok(_) if self.passed() => None,
-            // A fault says more than the grade it spoiled (a Python
-            // exception, a panic, fuel).
-            Ok(o) if o.footer.status.overrides_grade() => o.footer.error.clone(),
-            Ok(o) => o
-                .grade
-                .as_ref()
-                .and_then(verdict::first_failure)
-                .or_else(|| o.footer.error.clone()),
+            Ok(o) => reason(o),
         }
     }
 
