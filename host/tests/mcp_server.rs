@@ -535,3 +535,34 @@ fn over_stdio_the_requests_a_limit_left_are_answered_with_why() {
     let replay = worldline(&store, ["replay", run, "--json"]);
     assert_eq!(replay.json()["verdict"], "identical", "{replay}");
 }
+
+/// A request whose `Host` is loopback without the port is refused naming
+/// the Host it sent and those accepted, with the port the server listens
+/// on (it said "answers only requests to its loopback address", though
+/// `127.0.0.1` is one).
+#[test]
+fn a_host_without_the_port_is_named_with_those_accepted() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = ungraded(dir.path());
+    let (server, url) = mcp_http_server(&store, &case);
+    let addr = authority(&url).to_string();
+    let port = addr.rsplit(':').next().unwrap();
+    let r = exchange(
+        &addr,
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream",
+        INITIALIZE,
+        Duration::from_secs(10),
+    );
+    assert_eq!(r.status, 403, "{r:?}");
+    let said: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(
+        said["error"]["message"],
+        format!(
+            "Host `127.0.0.1` does not name this server: use `127.0.0.1:{port}`, `localhost:{port}` or `[::1]:{port}`"
+        ),
+        "{r:?}"
+    );
+    let session = open_session(&url);
+    end_session(&url, &session, server);
+}

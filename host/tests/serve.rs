@@ -915,6 +915,36 @@ fn a_connection_that_never_sends_its_headers_is_closed() {
     let _ = server.wait();
 }
 
+/// An upgrade whose `Host` is loopback without the port is refused naming
+/// the Host it sent and those accepted, as `mcp --http` words it (it said
+/// "… or naming another host, is refused" of `127.0.0.1`).
+#[test]
+fn a_host_without_the_port_is_named_with_those_accepted() {
+    use std::io::{Read as _, Write as _};
+    let store = temp_dir();
+    let (mut server, url) = serve(store.path(), &scenario(), &[]);
+    let addr = url.strip_prefix("http://").unwrap();
+    let port = addr.rsplit(':').next().unwrap();
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.write_all(
+        b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade, close\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    )
+    .unwrap();
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut said = String::new();
+    let _ = conn.read_to_string(&mut said);
+    assert!(said.starts_with("HTTP/1.1 403"), "{said}");
+    assert!(
+        said.ends_with(&format!(
+            "Host `127.0.0.1` does not name this server: use `127.0.0.1:{port}`, `localhost:{port}` or `[::1]:{port}`"
+        )),
+        "{said}"
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
 /// `--idle-timeout 0` is refused (it was taken as 1 s without a word).
 #[test]
 fn an_idle_timeout_of_0_is_refused() {

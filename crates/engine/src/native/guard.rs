@@ -3,7 +3,7 @@
 //! agent needs:
 //! 1. authenticate from the headers alone: a proxied request by the run's
 //!    token as its proxy password (407 without); any other by a loopback
-//!    `Host` (403), an `Origin`, when sent, of this machine (403: the
+//!    `Host` (403 naming the Host received and those accepted), an `Origin`, when sent, of this machine (403: the
 //!    Streamable HTTP transport of MCP requires servers to check it, so a
 //!    web page cannot drive the world), and the run's token when it has
 //!    one (401);
@@ -38,8 +38,9 @@ pub(super) const AT_ONCE: usize = 8;
 /// What the guard asks of the server it guards (the run's loopback
 /// server: its address, its token and its slots).
 pub(super) trait Gate {
-    /// Whether the `Host` names the server's loopback address.
-    fn host_ok(&self, headers: &HeaderMap) -> bool;
+    /// Why the `Host` does not name the server's loopback address
+    /// (`None`: it does).
+    fn host_refused(&self, headers: &HeaderMap) -> Option<String>;
     /// The path without the token's prefix, when the request carries the
     /// run's token (or the server has none).
     fn authorized<'p>(&self, path: &'p str, headers: &HeaderMap) -> Option<&'p str>;
@@ -118,11 +119,8 @@ fn refusal<G: Gate + ?Sized>(
         );
         return Some(r);
     }
-    if !lb.host_ok(headers) {
-        return Some(error(
-            StatusCode::FORBIDDEN,
-            "this server answers only requests to its loopback address",
-        ));
+    if let Some(why) = lb.host_refused(headers) {
+        return Some(error(StatusCode::FORBIDDEN, &why));
     }
     if !origin_ok(headers) {
         return Some(error(
@@ -139,20 +137,39 @@ fn refusal<G: Gate + ?Sized>(
     None
 }
 
-/// Whether the request's `Host` names a loopback server at `port`
-/// (`127.0.0.1`, `localhost` or `[::1]`, with the port): a name that
-/// resolves elsewhere (a DNS rebinding) is not this machine's.
-/// Host names are compared without regard to case (`LOCALHOST:8000` was
-/// refused), and a request with more than one `Host` is no one's.
-pub(super) fn loopback_host(headers: &HeaderMap, port: u16) -> bool {
+/// Why the request's `Host` does not name a loopback server at `port`
+/// (`127.0.0.1`, `localhost` or `[::1]`, with the port), in words that
+/// name the Host received and those accepted; `None` when it names one.
+/// A name that resolves elsewhere (a DNS rebinding) is not this
+/// machine's. Host names are compared without regard to case
+/// (`LOCALHOST:8000` was refused), and a request with more than one
+/// `Host` is no one's. Every loopback server's check (`mcp --http`, the
+/// `--exec` proxy, `serve`).
+pub(super) fn host_refused(headers: &HeaderMap, port: u16) -> Option<String> {
+    const NAMES: [&str; 3] = ["127.0.0.1", "localhost", "[::1]"];
+    let accepted = format!("`127.0.0.1:{port}`, `localhost:{port}` or `[::1]:{port}`");
     let mut hosts = headers.get_all(header::HOST).iter();
-    let host = hosts.next().and_then(|h| h.to_str().ok());
-    hosts.next().is_none()
-        && host.is_some_and(|h| {
-            ["127.0.0.1", "localhost", "[::1]"]
-                .iter()
-                .any(|n| h.eq_ignore_ascii_case(&format!("{n}:{port}")))
-        })
+    let (Some(host), None) = (hosts.next(), hosts.next()) else {
+        return Some(if headers.contains_key(header::HOST) {
+            format!("more than one Host header: send one, {accepted}")
+        } else {
+            format!("no Host header: this server answers requests to {accepted}")
+        });
+    };
+    let Ok(host) = host.to_str() else {
+        return Some(format!(
+            "the Host header is not text: this server answers requests to {accepted}"
+        ));
+    };
+    let ok = NAMES
+        .iter()
+        .any(|n| host.eq_ignore_ascii_case(&format!("{n}:{port}")));
+    (!ok).then(|| {
+        format!(
+            "Host `{}` does not name this server: use {accepted}",
+            worldline_case::shown::text(host)
+        )
+    })
 }
 
 /// Whether the request's `Origin`, when it has one, is a page of this
@@ -256,12 +273,39 @@ mod tests {
             for v in values {
                 h.append(header::HOST, v.parse().unwrap());
             }
-            loopback_host(&h, 8000)
+            host_refused(&h, 8000)
         };
-        assert!(host(&["LOCALHOST:8000"]));
-        assert!(host(&["127.0.0.1:8000"]));
-        assert!(!host(&["127.0.0.1:8000", "evil.example:8000"]));
-        assert!(!host(&["localhost:8001"]));
+        assert_eq!(host(&["LOCALHOST:8000"]), None);
+        assert_eq!(host(&["127.0.0.1:8000"]), None);
+        assert!(host(&["127.0.0.1:8000", "evil.example:8000"]).is_some());
+        assert!(host(&["localhost:8001"]).is_some());
         assert!(origin_ok(&with_origin("http://LocalHost:3000")));
+    }
+
+    /// A refused Host is named, with the names accepted and their port
+    /// (it said only "answers only requests to its loopback address",
+    /// though `127.0.0.1` is one).
+    #[test]
+    fn a_refused_host_is_named_with_those_accepted() {
+        let with = |values: &[&str]| {
+            let mut h = HeaderMap::new();
+            for v in values {
+                h.append(header::HOST, v.parse().unwrap());
+            }
+            host_refused(&h, 8000).unwrap()
+        };
+        let accepted = "`127.0.0.1:8000`, `localhost:8000` or `[::1]:8000`";
+        assert_eq!(
+            with(&["127.0.0.1"]),
+            format!("Host `127.0.0.1` does not name this server: use {accepted}")
+        );
+        assert_eq!(
+            with(&[]),
+            format!("no Host header: this server answers requests to {accepted}")
+        );
+        assert_eq!(
+            with(&["localhost:8000", "localhost:8000"]),
+            format!("more than one Host header: send one, {accepted}")
+        );
     }
 }

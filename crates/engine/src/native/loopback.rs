@@ -168,9 +168,10 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 }
 
 impl Loopback {
-    /// Whether the request names this server by a loopback Host.
-    pub(super) fn host_ok(&self, headers: &HeaderMap) -> bool {
-        super::guard::loopback_host(headers, self.port)
+    /// Why the request does not name this server by a loopback Host, if
+    /// it does not.
+    pub(super) fn host_refused(&self, headers: &HeaderMap) -> Option<String> {
+        super::guard::host_refused(headers, self.port)
     }
 
     /// The path the request asks for, once its token is checked (`None`:
@@ -580,8 +581,8 @@ fn unknown_session() -> Response {
 }
 
 impl Gate for Loopback {
-    fn host_ok(&self, headers: &HeaderMap) -> bool {
-        Loopback::host_ok(self, headers)
+    fn host_refused(&self, headers: &HeaderMap) -> Option<String> {
+        Loopback::host_refused(self, headers)
     }
 
     fn authorized<'p>(&self, path: &'p str, headers: &HeaderMap) -> Option<&'p str> {

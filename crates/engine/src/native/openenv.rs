@@ -203,10 +203,13 @@ async fn upgrade(
     headers: axum::http::HeaderMap,
     ws: WebSocketUpgrade,
 ) -> axum::response::Response {
-    if !super::guard::loopback_host(&headers, shared.port) || !super::guard::origin_ok(&headers) {
+    if let Some(why) = super::guard::host_refused(&headers, shared.port) {
+        return (axum::http::StatusCode::FORBIDDEN, why).into_response();
+    }
+    if !super::guard::origin_ok(&headers) {
         return (
             axum::http::StatusCode::FORBIDDEN,
-            "a connection from a web page of another origin, or naming another host, is refused: only clients of this machine (ws://127.0.0.1, ws://localhost, ws://[::1] at this port) may connect",
+            "a connection from a web page of another origin is refused: only pages of this machine (http://127.0.0.1, http://localhost, http://[::1]) may connect",
         )
             .into_response();
     }
