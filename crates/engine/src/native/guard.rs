@@ -3,10 +3,10 @@
 //! agent needs:
 //! 1. authenticate from the headers alone: a proxied request by the run's
 //!    token as its proxy password (407 without); any other by a loopback
-//!    `Host` (403 naming the Host received and those accepted), an `Origin`, when sent, of this machine (403: the
-//!    Streamable HTTP transport of MCP requires servers to check it, so a
-//!    web page cannot drive the world), and the run's token when it has
-//!    one (401);
+//!    `Host` (403 naming the Host received and those accepted), an
+//!    `Origin`, when sent, of this machine (403: the Streamable HTTP
+//!    transport of MCP requires servers to check it, so a web page cannot
+//!    drive the world), and the run's token when it has one (401);
 //! 2. read the body, at most [`MAX_BODY`] bytes (413, at once when its
 //!    `Content-Length` says more) within [`BODY_WITHIN`] of the headers
 //!    (408);
