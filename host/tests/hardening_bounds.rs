@@ -663,3 +663,67 @@ mod globs_and_floods {
         assert!(out.stderr.contains("big.toml:7:16"), "{out}");
     }
 }
+
+/// A TOML document past its token limit (bounded.rs `TOML_TOKENS`,
+/// 500,000) is refused before it is parsed, at the token past it, with
+/// what to do (the reader took 100–300 bytes a token: a 20 MB case took
+/// 2.4 GB); one just under the limit reads.
+#[test]
+fn a_toml_document_past_its_token_limit_is_refused_before_it_is_parsed() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let worlds = worlds_dir();
+    // The head is 9 tokens, `task = [` 3, each `1,` 2 and `]` 1.
+    let case = |n: usize| {
+        let items = "1,".repeat(n);
+        format!("world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = [{items}]\n")
+    };
+    let under = write_case(dir.path(), "under", &case(249_990));
+    prompt(&store, &["check", s(&under), "--worlds", s(&worlds)]).expect_code(0);
+    let over = write_case(dir.path(), "over", &case(250_000));
+    let said = format!(
+        "{}:4:{}: holds more than 500000 TOML tokens",
+        s(&over),
+        9 + 2 * 249_994
+    );
+    let out = prompt(&store, &["check", s(&over), "--worlds", s(&worlds)]);
+    out.expect_code(2);
+    assert!(out.stdout.contains(&said), "{out}");
+    assert!(
+        out.stdout
+            .contains("move large data into the world's files"),
+        "{out}"
+    );
+    let out = prompt(
+        &store,
+        &[
+            "run",
+            s(&over),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&worlds),
+            "--json",
+        ],
+    );
+    out.expect_code(2);
+    let e = &out.json()["error"];
+    assert_eq!(e["kind"], "input", "{out}");
+    assert_eq!(e["file"], s(&over), "{out}");
+    assert_eq!(e["line"], 4, "{out}");
+    // The project file, read before any case.
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let names = "\"c\",".repeat(250_000);
+    std::fs::write(
+        project.join("worldline.toml"),
+        format!("cases = [{names}]\n"),
+    )
+    .unwrap();
+    let out = prompt(&store, &["check", s(&project)]);
+    out.expect_code(2);
+    assert!(
+        out.stdout.contains("worldline.toml:1:") && out.stdout.contains("500000 TOML tokens"),
+        "{out}"
+    );
+}

@@ -32,6 +32,14 @@ pub const BUNDLE: u64 = 1024 * MIB;
 pub const EXPORT: u64 = 2048 * MIB;
 /// A text document: a case, a world file, rows, a policy, a report.
 pub const DOCUMENT: u64 = 256 * MIB;
+/// The most tokens (keys, values and punctuation, not whitespace or
+/// comments) a TOML document the program parses may hold: a case, a fault
+/// profile, a world's `world.toml`, `worldline.toml`, a policy. The
+/// reader takes 100–300 bytes a token, so the byte cap above alone let a
+/// 256 MiB case take 25 GB. The largest real one, a case of `bench import
+/// bfcl/multi_turn_long_context`, has 10,342 tokens (the repo's largest,
+/// a hostile test's, 12,012): this is 40 times that.
+pub const TOML_TOKENS: usize = 500_000;
 /// A trace file (`case from-trace TRACE`): a long run's `otel` batches
 /// one after another (64 MiB refused the export of a long run).
 pub const TRACE: u64 = 1024 * MIB;

@@ -276,7 +276,10 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
     {
         return;
     }
-    let text = match crate::project::read_toml_bytes(file).and_then(|b| InputError::utf8(file, b)) {
+    let text = crate::project::read_toml_bytes(file)
+        .and_then(|b| InputError::utf8(file, b))
+        .and_then(|t| crate::toml_tokens::check(file, &t).map(|()| t));
+    let text = match text {
         Ok(t) => t,
         Err(e) => return out.problem(e),
     };
@@ -525,8 +528,9 @@ fn unbuilt(file: &Path) -> bool {
 /// The file of the `[service]` component the world in `dir` declares, when
 /// it declares one inside its folder.
 fn service_component(dir: &Path) -> Option<PathBuf> {
-    let bytes = crate::project::read_toml_bytes(&dir.join("world.toml")).ok()?;
-    let text = String::from_utf8(bytes).ok()?;
+    let file = dir.join("world.toml");
+    let text = String::from_utf8(crate::project::read_toml_bytes(&file).ok()?).ok()?;
+    crate::toml_tokens::check(&file, &text).ok()?;
     let doc: toml::Table = toml::from_str(&text).ok()?;
     let component = doc.get("service")?.get("component")?.as_str()?;
     world::check_relative(component).ok()?;

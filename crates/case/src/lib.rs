@@ -29,6 +29,7 @@ pub mod project;
 pub(crate) mod sections;
 pub mod shown;
 pub mod time;
+pub mod toml_tokens;
 pub mod wide_integer;
 pub mod wit;
 pub mod world;

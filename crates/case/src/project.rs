@@ -139,6 +139,7 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
 pub fn read(file: &Path) -> Result<(Project, Vec<InputError>), Vec<InputError>> {
     let text =
         InputError::utf8(file, read_toml_bytes(file).map_err(|e| vec![e])?).map_err(|e| vec![e])?;
+    crate::toml_tokens::check(file, &text).map_err(|e| vec![e])?;
     let (doc, mut problems) = crate::sections::read::<ProjectToml>(file, &text, &[])?;
     // A `jobs` past TOML's integers is refused as the file is read: said
     // as any other `jobs` out of range is (it read as TOML's limits).

@@ -96,7 +96,9 @@ fn unfit_services(
 /// file is TOML and the key a string.
 fn worlds_of(file: &Path) -> Option<PathBuf> {
     let bytes = worldline_case::project::read_toml_bytes(file).ok()?;
-    let doc: toml::Table = toml::from_str(std::str::from_utf8(&bytes).ok()?).ok()?;
+    let text = std::str::from_utf8(&bytes).ok()?;
+    worldline_case::toml_tokens::check(file, text).ok()?;
+    let doc: toml::Table = toml::from_str(text).ok()?;
     let worlds = doc.get("worlds")?.as_str()?;
     Some(file.parent()?.join(worlds))
 }

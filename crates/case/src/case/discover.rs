@@ -70,6 +70,7 @@ impl Keys {
 fn is_profile(path: &Path) -> bool {
     crate::bounded::read_text(path, crate::bounded::DOCUMENT)
         .ok()
+        .filter(|text| crate::toml_tokens::check(path, text).is_ok())
         .and_then(|text| toml::from_str::<Keys>(&text).ok())
         .is_some_and(|k| k.is_profile())
 }

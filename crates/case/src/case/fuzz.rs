@@ -607,6 +607,7 @@ pub fn load_file(path: &Path, world: &World, case_has_user: bool) -> Result<Prof
     let bytes = crate::bounded::read(path, crate::bounded::DOCUMENT)
         .map_err(|e| InputError::new(path, format!("cannot read the faults file: {e}")))?;
     let source = InputError::utf8(path, bytes)?;
+    crate::toml_tokens::check(path, &source)?;
     let doc: ProfileToml = toml::from_str(&source).map_err(|e| {
         // A case given as the faults file (it said "unknown field `clock`").
         let keys = toml::from_str::<super::discover::Keys>(&source);

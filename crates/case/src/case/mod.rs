@@ -370,6 +370,7 @@ pub fn header(path: &Path, worlds_root: Option<&Path>) -> Result<Header, InputEr
     let bytes = crate::bounded::read(path, crate::bounded::DOCUMENT)
         .map_err(|e| InputError::new(path, format!("cannot read case: {e}")))?;
     let text = InputError::utf8(path, bytes)?;
+    crate::toml_tokens::check(path, &text)?;
     let doc: CaseToml = toml::from_str(&text).map_err(|e| InputError::toml(path, &text, &e))?;
     let root = match worlds_root {
         Some(r) => r.to_path_buf(),
@@ -495,6 +496,7 @@ pub fn parse_all(
     resolve: impl FnOnce(&str) -> Result<Arc<World>, InputError>,
 ) -> Result<Case, Vec<InputError>> {
     let text = InputError::utf8(path, bytes).map_err(|e| vec![e])?;
+    crate::toml_tokens::check(path, &text).map_err(|e| vec![e])?;
     let src = Source { path, text: &text };
     let (doc, unread) = crate::sections::read::<CaseToml>(path, &text, &REQUIRED).map_err(
         |all| match another_kind(path, &text) {

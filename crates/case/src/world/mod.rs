@@ -293,6 +293,7 @@ pub fn problems(world_dir: &Path) -> (Vec<InputError>, Vec<String>) {
 /// The folder's `world.toml`: its text and what it says.
 fn parse_toml(folder: &mut Folder) -> Result<(String, WorldToml), InputError> {
     let source = folder.read_text("world.toml")?;
+    crate::toml_tokens::check(&folder.path.join("world.toml"), &source)?;
     let doc = toml::from_str(&source)
         .map_err(|e| InputError::toml(folder.path.join("world.toml"), &source, &e))?;
     Ok((source, doc))

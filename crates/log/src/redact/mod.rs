@@ -112,6 +112,7 @@ pub struct Policy {
 impl Policy {
     /// Parse a policy file's text (`path` names it in errors).
     pub fn parse(path: &Path, source: &str) -> Result<Policy, InputError> {
+        worldline_case::toml_tokens::check(path, source)?;
         let doc: PolicyFile =
             toml::from_str(source).map_err(|e| InputError::toml(path, source, &e))?;
         let mut detectors = Vec::new();

@@ -72,6 +72,7 @@ impl Policy {
 
     /// The policy `source` holds (`path` names it in errors, with the line).
     pub fn parse(path: &Path, source: &str) -> Result<Policy, InputError> {
+        worldline_case::toml_tokens::check(path, source)?;
         toml::from_str(source).map_err(|e| InputError::toml(path, source, &e))
     }
 
