@@ -359,6 +359,72 @@ fn the_project_file_supplies_defaults_and_flags_override_it() {
 /// project's `agent/.worldline-sdk/index.ts` of the user's was written
 /// over and their `agent/tsconfig.json` kept, without a word, exit 0; and
 /// its `files` list the project's `tsconfig.json`.
+/// A file or a symlink (dangling, or to a folder) where `init` must make a
+/// folder is refused up front, named, and nothing is written: `init` made
+/// half a project (`.gitignore`, `Cargo.toml`, …) before it failed on the
+/// folder, named the dangling link's target's folder instead of the link,
+/// and a second `init` then failed on its own leftovers.
+#[test]
+fn init_refuses_a_file_or_a_link_where_a_folder_goes_and_writes_nothing() {
+    let dir = temp_dir();
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let cases = [
+        ("agent", "is a file where `init` makes a folder"),
+        ("worlds", "is a symbolic link where `init` makes a folder"),
+        ("cases", "is a symbolic link where `init` makes a folder"),
+    ];
+    for (name, said) in cases {
+        let project = dir.path().join(name);
+        std::fs::create_dir(&project).unwrap();
+        let culprit = project.join(name);
+        match name {
+            "agent" => std::fs::write(&culprit, "mine\n").unwrap(),
+            // Dangling, and to a folder.
+            "worlds" => std::os::unix::fs::symlink(dir.path().join("missing"), &culprit).unwrap(),
+            _ => std::os::unix::fs::symlink(&elsewhere, &culprit).unwrap(),
+        }
+        let init = |json: bool| {
+            let mut args = vec![
+                "init".as_ref(),
+                project.as_os_str(),
+                "--lang".as_ref(),
+                "rust".as_ref(),
+            ];
+            if json {
+                args.push("--json".as_ref());
+            }
+            worldline_raw(args)
+        };
+        let out = init(false);
+        out.expect_code(2);
+        assert!(
+            out.stderr
+                .starts_with(&format!("error: {}: {said}", culprit.display()))
+                && out.stderr.contains("overwrites nothing")
+                && out.stderr.lines().count() == 1,
+            "{out}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&project)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, [name], "nothing written beside it: {out}");
+        assert_eq!(
+            std::fs::read_dir(&elsewhere).unwrap().count(),
+            0,
+            "nothing written through the link"
+        );
+        let out = init(true);
+        out.expect_code(2);
+        assert_eq!(
+            out.json()["error"]["file"],
+            culprit.display().to_string(),
+            "{out}"
+        );
+    }
+}
+
 #[test]
 fn init_writes_over_no_sdk_source_and_lists_the_tsconfig() {
     let dir = temp_dir();

@@ -82,18 +82,40 @@ fn sdk_dir(lang: Lang, sdk: Option<&Path>) -> Result<PathBuf> {
     })
 }
 
-/// Write `files` into `dir`, each new (nothing there, not even a dangling
-/// symlink: init overwrites nothing and writes through no link).
+/// What is in the way of writing `path` under `dir`, when anything is:
+/// the file itself (anything there, not even a dangling symlink), or a
+/// file or a symlink (dangling or not) where one of its folders must go.
+fn in_the_way(dir: &Path, path: &Path) -> Option<InputError> {
+    let parts: Vec<_> = path.components().collect();
+    let mut at = dir.to_path_buf();
+    for (i, part) in parts.iter().enumerate() {
+        at.push(part);
+        let meta = std::fs::symlink_metadata(&at).ok()?;
+        let said = if i + 1 == parts.len() {
+            "exists already"
+        } else if meta.is_dir() {
+            continue;
+        } else if meta.is_symlink() {
+            "is a symbolic link where `init` makes a folder, and it writes through no link"
+        } else {
+            "is a file where `init` makes a folder"
+        };
+        return Some(InputError::new(
+            at,
+            format!(
+                "{said}; `init` writes a new project and overwrites nothing (choose an empty folder)"
+            ),
+        ));
+    }
+    None
+}
+
+/// Write `files` into `dir`, each new: everything in the way of any of
+/// them is refused before anything is written (init overwrites nothing,
+/// writes through no link, and leaves no half-written project).
 fn write_files(dir: &Path, files: &[(PathBuf, String, bool)]) -> Result<()> {
-    if let Some((p, _, _)) = files
-        .iter()
-        .find(|(p, _, _)| std::fs::symlink_metadata(dir.join(p)).is_ok())
-    {
-        return Err(InputError::new(
-            dir.join(p),
-            "exists already; `init` writes a new project and overwrites nothing (choose an empty folder)",
-        )
-        .into());
+    if let Some(e) = files.iter().find_map(|(p, _, _)| in_the_way(dir, p)) {
+        return Err(e.into());
     }
     for (path, text, executable) in files {
         let full = dir.join(path);
