@@ -623,6 +623,58 @@ fn fake_python(dir: &Path, body: &str) -> PathBuf {
     fake
 }
 
+/// A converter's document naming a file outside the folder (`../x`,
+/// `/x`, `./x`) or a file where another's folder goes (`a` and `a/b`) is
+/// the `--python` given, exit 2 naming it, nothing written: it was exit 4
+/// "internal" with no file, and the clash "free some space, or pass
+/// another -o".
+#[test]
+fn a_converter_naming_a_path_it_cannot_is_the_python_s_fault() {
+    let tmp = temp_dir();
+    let dir = tmp.path().join("out");
+    for (files, said) in [
+        (
+            r#"{"../escape.txt": "x"}"#,
+            "`../escape.txt`, which is not a relative path inside the folder",
+        ),
+        (
+            r#"{"/tmp/abs.txt": "x"}"#,
+            "`/tmp/abs.txt`, which is not a relative path",
+        ),
+        (r#"{"./x": "x"}"#, "`./x`, which is not a relative path"),
+        (
+            r#"{"a": "x", "a/b": "y"}"#,
+            "names both `a` and `a/b`: a file where a folder goes",
+        ),
+    ] {
+        let doc = format!(r#"{{"files": {files}, "tasks": 1}}"#);
+        let python = fake_python(tmp.path(), &format!("echo '{doc}'"));
+        for bench in ["tau2/airline", "agentdojo/banking", "bfcl/multi_turn_base"] {
+            let args = [
+                "bench".as_ref(),
+                "import".as_ref(),
+                bench.as_ref(),
+                "-o".as_ref(),
+                dir.as_os_str(),
+                "--python".as_ref(),
+                python.as_os_str(),
+                "--json".as_ref(),
+            ];
+            let out = worldline(&tmp.path().join("store"), args);
+            out.expect_code(2);
+            let e = &out.json()["error"];
+            assert_eq!(e["kind"], "input", "{out}");
+            assert_eq!(e["file"], python.display().to_string(), "{out}");
+            let message = e["message"].as_str().unwrap();
+            assert!(
+                message.contains(said) && message.contains("pass --python with one"),
+                "{out}"
+            );
+            assert!(!dir.exists(), "{out}");
+        }
+    }
+}
+
 /// `worldline bench import tau2/airline -o DIR --python PYTHON`, started
 /// in a process group of its own (as a shell's job is).
 fn import_started(dir: &Path, python: &Path) -> std::process::Child {

@@ -418,16 +418,54 @@ fn convert(python: &Path, converter: &str, args: &[&str], package: &str) -> Resu
         return Err(InputError::new(python, format!("the conversion failed: {why}")).into());
     }
     // A "Python" that ends well without the converter's document (`true`,
-    // `echo`) is the --python given, not worldline's fault.
-    serde_json::from_slice(&out.stdout).map_err(|e| {
+    // `echo`) is the --python given, not worldline's fault; so is one
+    // whose document names a file outside the folder, or a file where
+    // another needs a folder.
+    let not_its = |why: String| {
         InputError::new(
             python,
             format!(
-                "the converter's output is not its document ({e}); is this a Python with {package}? (pass --python with one)"
+                "the converter's output is not its document ({why}); is this a Python with {package}? (pass --python with one)"
             ),
         )
-        .into()
-    })
+    };
+    let converted: Converted =
+        serde_json::from_slice(&out.stdout).map_err(|e| not_its(e.to_string()))?;
+    if let Some(why) = unwritable(&converted.files) {
+        return Err(not_its(why).into());
+    }
+    Ok(converted)
+}
+
+/// Why the converter's `files` cannot be written into a folder, if they
+/// cannot: a path that is not relative inside it (`../x`, `/x`, `./x`,
+/// empty), or a file where another's folder goes (`a` and `a/b`).
+fn unwritable(files: &BTreeMap<String, String>) -> Option<String> {
+    let shown = worldline_case::shown::message;
+    for rel in files.keys() {
+        let mut parts = Path::new(rel).components().peekable();
+        let normal = parts.peek().is_some()
+            && parts.all(|c| matches!(c, std::path::Component::Normal(_)))
+            && !rel.ends_with('/');
+        if !normal {
+            return Some(format!(
+                "it names the file `{}`, which is not a relative path inside the folder",
+                shown(rel)
+            ));
+        }
+        if let Some(folder) = Path::new(rel)
+            .ancestors()
+            .skip(1)
+            .find(|a| files.contains_key(a.to_str().unwrap_or_default()))
+        {
+            return Some(format!(
+                "it names both `{}` and `{}`: a file where a folder goes",
+                shown(&folder.display().to_string()),
+                shown(rel)
+            ));
+        }
+    }
+    None
 }
 
 /// Write every file into a new folder beside `dir`, then rename it to
@@ -459,8 +497,9 @@ fn write_folder(
         .map(|(p, t)| (p.as_str(), t.as_str()))
         .chain(std::iter::once((service_file.as_str(), service)));
     for (rel, text) in all {
-        // The converter names relative paths of its own making; refuse
-        // anything else rather than write outside the folder.
+        // The converter's paths were checked as it answered
+        // (`unwritable`); worldline's own are relative too. A guard, so
+        // that nothing is ever written outside the folder.
         let safe = Path::new(rel)
             .components()
             .all(|c| matches!(c, std::path::Component::Normal(_)));
