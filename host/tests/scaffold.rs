@@ -425,6 +425,83 @@ fn init_refuses_a_file_or_a_link_where_a_folder_goes_and_writes_nothing() {
     }
 }
 
+/// A database store's password is never written into `worldline.toml`:
+/// `init --store` refuses an address holding one (exit 2 naming
+/// `--store`, nothing written), and `check` reports a `store` holding one
+/// at its line, as it does a `[model] base_url` with credentials; neither
+/// repeats the password. `init` wrote it in plain text, and `check`
+/// passed it.
+#[test]
+fn a_store_s_password_is_refused_by_init_and_a_problem_to_check() {
+    let dir = temp_dir();
+    let d = dir.path();
+    for (name, address) in [
+        ("p1", "postgres://u:PWSECRET42@h/db"),
+        ("p2", "postgresql://u@h/db?password=PWSECRET42"),
+    ] {
+        let args = [
+            "init", name, "--lang", "python", "--store", address, "--json",
+        ];
+        let out = worldline_at(d, args, &[]);
+        out.expect_code(2);
+        let e = &out.json()["error"];
+        assert_eq!(e["file"], "--store", "{out}");
+        let message = e["message"].as_str().unwrap();
+        assert!(
+            message.contains("PGPASSWORD") && message.contains("drop it"),
+            "{out}"
+        );
+        assert!(
+            !out.stdout.contains("PWSECRET42") && !out.stderr.contains("PWSECRET42"),
+            "{out}"
+        );
+        assert!(!d.join(name).exists(), "{out}");
+    }
+    let project = d.join("p3");
+    worldline_at(d, ["init", "p3", "--lang", "python"], &[]).expect_code(0);
+    let file = project.join("worldline.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let text = text.replacen(
+        "store = \".worldline\"",
+        "store = \"postgres://u:PWSECRET42@h/db\"",
+        1,
+    );
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("store = "))
+        .unwrap()
+        + 1;
+    std::fs::write(&file, text).unwrap();
+    let out = worldline_at(&project, ["check", "--json"], &[]);
+    out.expect_code(2);
+    let problems = out.json()["problems"].as_array().unwrap();
+    assert!(
+        problems.iter().any(|p| p["line"] == line
+            && p["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("store holds a password")),
+        "{out}"
+    );
+    assert!(
+        !out.stdout.contains("PWSECRET42") && !out.stderr.contains("PWSECRET42"),
+        "{out}"
+    );
+    // Without one, the address is no problem.
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("u:PWSECRET42@", "u@");
+    std::fs::write(&file, text).unwrap();
+    let out = worldline_at(&project, ["check", "--json"], &[]);
+    let problems = out.json()["problems"].as_array().unwrap();
+    assert!(
+        !problems
+            .iter()
+            .any(|p| p["message"].as_str().unwrap().contains("password")),
+        "{out}"
+    );
+}
+
 #[test]
 fn init_writes_over_no_sdk_source_and_lists_the_tsconfig() {
     let dir = temp_dir();

@@ -229,6 +229,11 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
                 if let Some(e) = project.store_no_folder() {
                     out.problem(e);
                 }
+                // A database's password written in the file, as a
+                // `[model] base_url` with credentials is.
+                if let Some(e) = project.store_password() {
+                    out.problem(e);
+                }
                 // A `recording` of its own that is not there: a run stops on
                 // it (`check` said there was no problem).
                 for e in project_recordings(&project) {

@@ -352,6 +352,31 @@ impl Project {
         })
     }
 
+    /// The `store` this file names, when it is a database's address that
+    /// holds a password (`postgres://USER:PASSWORD@…`, `?password=…`), as
+    /// an error at its line: the password belongs in PGPASSWORD, not in a
+    /// file kept with the project (the address is read as the client
+    /// reads it: its credentials end at the first `@`).
+    pub fn store_password(&self) -> Option<InputError> {
+        let address = self.store.as_ref()?.to_str()?;
+        let rest = (address.strip_prefix("postgres://"))
+            .or_else(|| address.strip_prefix("postgresql://"))?;
+        let in_credentials = rest
+            .split_once('@')
+            .and_then(|(userinfo, _)| userinfo.split_once(':'))
+            .is_some_and(|(_, password)| !password.is_empty());
+        let in_query = rest
+            .split_once('?')
+            .is_some_and(|(_, query)| query.split('&').any(|pair| pair.starts_with("password=")));
+        (in_credentials || in_query).then(|| InputError {
+            line: self.paths_at.get("store").copied(),
+            ..InputError::new(
+                &self.file,
+                "store holds a password, in plain text in this file: drop it from the address (postgres://USER@HOST/DB) and set PGPASSWORD",
+            )
+        })
+    }
+
     /// Whether `path` is inside the project's folder (links resolved; a
     /// path not there is not).
     pub fn holds(&self, path: &Path) -> bool {
