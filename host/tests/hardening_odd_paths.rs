@@ -1014,6 +1014,55 @@ fn a_recording_that_is_no_bundle_is_refused_at_its_line() {
     }
 }
 
+/// A case's own `recording` that cannot be read (not there, a file of
+/// another kind, a device) is named at its line by `run` and `test` as by
+/// `check`, in text and in `--json`: a run gave `"line": null`.
+#[test]
+fn a_case_s_recording_is_refused_at_its_line_by_run_as_by_check() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let worlds = worlds_dir();
+    let agent = guest("caller-agent");
+    for file in ["nope.jsonl", "/etc/passwd", "/dev/zero"] {
+        let case = write_case(
+            dir.path(),
+            "recorded",
+            &format!(
+                "{}[model]\nprovider = \"recorded\"\nrecording = \"{file}\"\n",
+                demo_case(1)
+            ),
+        );
+        let said = format!("recorded.toml:12:13: [model] recording `{file}`");
+        let check = check_on_worlds(&store, &case, &worlds);
+        check.expect_code(2);
+        assert!(check.stdout.contains(&said), "{check}");
+        let run = run_caller(&store, &case, &worlds);
+        run.expect_code(2);
+        assert!(run.stderr.contains(&said), "{run}");
+        let (case, worlds) = (case.to_str().unwrap(), worlds.to_str().unwrap());
+        let agent = agent.to_str().unwrap();
+        let run = prompt(
+            &store,
+            &["run", case, "--agent", agent, "--worlds", worlds, "--json"],
+        );
+        run.expect_code(2);
+        let e = &run.json()["error"];
+        assert_eq!(
+            (&e["file"], &e["line"], &e["column"]),
+            (&case.into(), &12.into(), &13.into()),
+            "{run}"
+        );
+        let test = prompt(
+            &store,
+            &["test", case, "--agent", agent, "--worlds", worlds],
+        );
+        assert!(
+            test.stdout.contains(&said) || test.stderr.contains(&said),
+            "{test}"
+        );
+    }
+}
+
 /// A project file's `store` naming a file is a problem `check` reports at
 /// its line, and a run's refusal of it is blamed there too: `check` said
 /// no problems, and `run` named the file alone, `"line": null`.

@@ -396,14 +396,19 @@ fn project_recordings(project: &crate::project::Project) -> Vec<InputError> {
 fn unreadable_recordings(case: &case::Case) -> Vec<InputError> {
     let dir = case.path.parent().unwrap_or(Path::new("."));
     let user = case.user.as_ref().and_then(|u| u.model.as_ref());
-    let models = [("[model]", Some(&case.model)), ("[user.model]", user)];
+    let models = [("model", Some(&case.model)), ("user.model", user)];
     (models.into_iter())
         .filter_map(|(table, m)| {
             let m = m?;
-            let why = (m.unreadable_recording(dir, "the case file")?).replacen("[model]", table, 1);
-            let named = m.recording.as_deref().unwrap_or_default();
-            let at = case.source.find(&format!("\"{named}\"")).unwrap_or(0);
-            Some(InputError::at(&case.path, &case.source, at, why))
+            let why = (m.unreadable_recording(dir, "the case file")?).replacen(
+                "[model]",
+                &format!("[{table}]"),
+                1,
+            );
+            Some(InputError {
+                line: case.recording_at(table, m.recording.as_deref()?),
+                ..InputError::new(&case.path, why)
+            })
         })
         .collect()
 }

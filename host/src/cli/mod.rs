@@ -173,12 +173,18 @@ impl ModelArgs {
         }
         let case_dir = case.path.parent().unwrap_or(std::path::Path::new("."));
         for (table, model) in [("model", Some(&case.model)), ("user.model", user_model)] {
+            let Some(model) = model else { continue };
             let (file, line) = given_in(&case.path, table, "recording");
-            let (relative_to, shown) = match line {
-                Some(_) => ("this file", table.replace("user.model", "user_model")),
-                None => ("the case file", table.to_string()),
+            let (relative_to, shown, line) = match line {
+                Some(_) => ("this file", table.replace("user.model", "user_model"), line),
+                // The case's own, at its line, as `check` names it.
+                None => (
+                    "the case file",
+                    table.to_string(),
+                    (model.recording.as_deref()).and_then(|r| case.recording_at(table, r)),
+                ),
             };
-            if let Some(why) = model.and_then(|m| m.unreadable_recording(case_dir, relative_to)) {
+            if let Some(why) = model.unreadable_recording(case_dir, relative_to) {
                 let message = why.replacen("[model]", &format!("[{shown}]"), 1);
                 return Err(worldline_case::error::InputError {
                     file,

@@ -873,6 +873,29 @@ fn check_rule(
 }
 
 impl Case {
+    /// Where the case writes the `recording` of `[model]` (`table` is
+    /// `model`) or `[user.model]` (`user.model`) as `named`: its value's
+    /// line and column, as `check` and a run name it (none when a flag
+    /// gave another).
+    pub fn recording_at(&self, table: &str, named: &str) -> Option<(usize, usize)> {
+        use toml::de::{DeTable, DeValue};
+        let doc = DeTable::parse(&self.source).ok()?.into_inner();
+        let mut at = &doc;
+        for name in table.split('.') {
+            match at.get(name)?.get_ref() {
+                DeValue::Table(t) => at = t,
+                _ => return None,
+            }
+        }
+        let value = at.get("recording")?;
+        match value.get_ref() {
+            DeValue::String(s) if s == named => {
+                Some(crate::error::line_col(&self.source, value.span().start))
+            }
+            _ => None,
+        }
+    }
+
     /// Apply `--model-set KEY=VALUE` overrides to the case's `[model]`.
     pub fn override_model(
         &mut self,
