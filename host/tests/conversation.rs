@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::{CliOutput, guest, read_bundle, temp_dir, wl, worlds_dir, write_case};
+use common::{CliOutput, guest, prompt, read_bundle, temp_dir, wl, worlds_dir, write_case};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -468,6 +468,53 @@ fn bad_user_and_approval_tables_are_refused_with_where_and_what_to_do() {
             out.stderr.contains(&format!("{name}.toml:")),
             "{name}: {out}"
         );
+    }
+}
+
+/// A regular expression that does not compile, in `[[expect.conversation.said]]`
+/// or `[[user.rules]]`, is said on one line, at its place, with the
+/// column in the pattern: the regex crate's account drew the pattern over
+/// four lines.
+#[test]
+fn a_bad_regex_is_refused_on_one_line() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    for (name, more, said) in [
+        (
+            "said",
+            "[expect.conversation]\n[[expect.conversation.said]]\nregex = '(unclosed'\n",
+            "conversation.said #1: regex `(unclosed`: regex parse error: unclosed group (at column 1)",
+        ),
+        (
+            "rule",
+            "[user]\n[[user.rules]]\nregex = 'a[b'\nreply = 'x'\n",
+            "regex `a[b`: regex parse error: unclosed character class (at column 2)",
+        ),
+    ] {
+        let case = talk_case(dir.path(), name, r#"{say = "hi"}"#, false, more);
+        let worlds = worlds_dir();
+        let check = prompt(
+            &store,
+            &[
+                "check",
+                case.to_str().unwrap(),
+                "--worlds",
+                worlds.to_str().unwrap(),
+            ],
+        );
+        check.expect_code(2);
+        let line = (check.stdout.lines())
+            .find(|l| l.contains(said))
+            .unwrap_or_else(|| panic!("{name}: {check}"));
+        assert!(
+            line.starts_with(&format!("{}:", case.display())),
+            "{name}: {check}"
+        );
+        assert!(!check.stdout.contains("\n    ^"), "{name}: {check}");
+        let out = run(&store, &case);
+        out.expect_code(2);
+        assert_eq!(out.stderr.trim_end().lines().count(), 1, "{name}: {out}");
+        assert!(out.stderr.contains(said), "{name}: {out}");
     }
 }
 

@@ -103,6 +103,36 @@ impl InputError {
     }
 }
 
+/// What is wrong with a user's regular expression `pattern`, on one line
+/// (the `regex` crate draws the pattern over lines, with a caret under the
+/// place): `regex `(a`: regex parse error: unclosed group (at column 1)`,
+/// the pattern shown escaped.
+pub fn regex_error(pattern: &str, e: &regex::Error) -> String {
+    let said = e.to_string();
+    let lines: Vec<&str> = said.lines().collect();
+    let why = match lines.as_slice() {
+        [one] => one.to_string(),
+        _ => {
+            let last = (lines.iter().rev())
+                .find(|l| !l.trim().is_empty())
+                .map_or("", |l| l.trim());
+            let last = last.strip_prefix("error: ").unwrap_or(last);
+            // The caret's line, under a one-line pattern indented by 4:
+            // its column counts characters.
+            let column = lines
+                .iter()
+                .filter(|_| !pattern.contains('\n'))
+                .find(|l| !l.trim().is_empty() && l.trim().chars().all(|c| c == '^'))
+                .and_then(|l| l.find('^')?.checked_sub(3));
+            match column {
+                Some(c) => format!("regex parse error: {last} (at column {c})"),
+                None => format!("regex parse error: {last}"),
+            }
+        }
+    };
+    format!("regex `{}`: {why}", crate::shown::text(pattern))
+}
+
 /// The most dotted parts a TOML key or table header may have (the `toml`
 /// reader's recursion limit).
 const TOML_DEPTH: usize = 80;
@@ -364,6 +394,25 @@ mod tests {
                 "{s}"
             );
             assert!(s.ends_with("write it flatter"), "{s}");
+        }
+    }
+
+    #[test]
+    fn a_regex_error_is_one_line_with_its_column() {
+        // A pattern over lines has no column of its own: it is shown
+        // escaped, on the one line.
+        for (pattern, said) in [
+            (
+                "ab(c",
+                "regex `ab(c`: regex parse error: unclosed group (at column 3)",
+            ),
+            (
+                "a\n(",
+                "regex `a\\u{a}(`: regex parse error: unclosed group",
+            ),
+        ] {
+            let e = regex::Regex::new(pattern).unwrap_err();
+            assert_eq!(regex_error(pattern, &e), said);
         }
     }
 

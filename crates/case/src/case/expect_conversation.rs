@@ -78,7 +78,7 @@ impl SaidCheck {
             .case_insensitive(self.case_insensitive)
             .build()
             .map(Some)
-            .map_err(|e| format!("regex `{r}`: {e}"))
+            .map_err(|e| crate::error::regex_error(r, &e))
     }
 
     /// Whether one message says what the check looks for.

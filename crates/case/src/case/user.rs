@@ -387,7 +387,8 @@ impl UserRule {
             return Err(format!("{at}: `equals` needs a `path`"));
         }
         if let Some(r) = &self.regex {
-            regex::Regex::new(r).map_err(|e| format!("{at}: regex `{r}`: {e}"))?;
+            regex::Regex::new(r)
+                .map_err(|e| format!("{at}: {}", crate::error::regex_error(r, &e)))?;
         }
         if self.turn == Some(0) {
             return Err(format!("{at}: turns count from 1"));
