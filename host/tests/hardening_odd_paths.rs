@@ -1063,6 +1063,51 @@ fn a_case_s_recording_is_refused_at_its_line_by_run_as_by_check() {
     }
 }
 
+/// A `--worlds` that is no folder is the flag's mistake, once, exit 2
+/// naming `--worlds` (its `file` in `--json`), for every command that
+/// reads cases against it: each case was told at its `world` line that
+/// its world is not there (`test`: an ERROR per case).
+#[test]
+fn a_worlds_flag_that_is_no_folder_is_named_once() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "c", &demo_case(1));
+    let other = write_case(dir.path(), "d", &demo_case(2));
+    let nowhere = dir.path().join("nowhere");
+    let agent = guest("caller-agent");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let (c, d, a, w) = (s(&case), s(&other), s(&agent), s(&nowhere));
+    let (c, d, a, w) = (c.as_str(), d.as_str(), a.as_str(), w.as_str());
+    let with_equals = format!("--worlds={w}");
+    for args in [
+        vec!["run", c, "--agent", a, "--worlds", w, "--json"],
+        vec!["test", c, d, "--agent", a, "--worlds", w, "--json"],
+        vec!["validate", c, d, &with_equals, "--json"],
+        vec!["check", c, d, "--worlds", w, "--json"],
+    ] {
+        let out = prompt(&store, &args);
+        out.expect_code(2);
+        let e = &out.json()["error"];
+        assert_eq!(e["file"], "--worlds", "{args:?}: {out}");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("--worlds: {w} is no folder")),
+            "{args:?}: {out}"
+        );
+    }
+    let out = prompt(&store, &["test", c, d, "--agent", a, "--worlds", w]);
+    out.expect_code(2);
+    assert_eq!(
+        out.stderr.trim_end(),
+        format!(
+            "error: --worlds: {w} is no folder: name the folder that holds the worlds (`NAME/vN/world.toml`)"
+        ),
+        "{out}"
+    );
+}
+
 /// A project file's `store` naming a file is a problem `check` reports at
 /// its line, and a run's refusal of it is blamed there too: `check` said
 /// no problems, and `run` named the file alone, `"line": null`.

@@ -16,7 +16,7 @@
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use worldline_case::project::{self, Project};
 
@@ -131,6 +131,19 @@ pub fn apply(
     {
         return Err(e);
     }
+    // So is a `--worlds` that is no folder, the flag's (`check` too).
+    let reads_worlds = runs || command.as_deref() == Some("check");
+    if reads_worlds
+        && let Some(worlds) = flag_value(&argv, "worlds").filter(|w| !Path::new(w).is_dir())
+    {
+        return Err(worldline_case::error::InputError::new(
+            "--worlds",
+            format!(
+                "{} is no folder: name the folder that holds the worlds (`NAME/vN/world.toml`)",
+                worldline_case::shown::text(&worlds.to_string_lossy())
+            ),
+        ));
+    }
     let (argv, supplied) = match (&loaded, command) {
         (Some(p), Some(c)) => with_defaults(argv, p, &c),
         _ => (argv, Supplied::default()),
@@ -165,6 +178,25 @@ fn find_command(argv: &[OsString], commands: &[String]) -> Option<String> {
         }
     }
     None
+}
+
+/// The value the command line gives `--FLAG` (`--FLAG VALUE` or
+/// `--FLAG=VALUE`), the last when it is given twice.
+fn flag_value(argv: &[OsString], flag: &str) -> Option<OsString> {
+    let long = format!("--{flag}");
+    let mut value = None;
+    let mut args = argv.iter().skip(1);
+    while let Some(a) = args.next() {
+        let text = a.to_string_lossy();
+        if text == "--" {
+            break;
+        } else if text == long {
+            value = args.next().cloned();
+        } else if let Some(v) = text.strip_prefix(&format!("{long}=")) {
+            value = Some(v.into());
+        }
+    }
+    value
 }
 
 /// Whether the command line gives `--FLAG` (or `--FLAG=VALUE`).
