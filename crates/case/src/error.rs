@@ -106,29 +106,25 @@ impl InputError {
 /// What is wrong with a user's regular expression `pattern`, on one line
 /// (the `regex` crate draws the pattern over lines, with a caret under the
 /// place): `regex `(a`: regex parse error: unclosed group (at column 1)`,
-/// the pattern shown escaped.
+/// the pattern shown escaped. The place is `regex-syntax`'s own account
+/// of the pattern, parsed again (the column counts characters, from 1); a
+/// pattern over lines, or one the parser takes (a compiled regex past its
+/// size), is said without one.
 pub fn regex_error(pattern: &str, e: &regex::Error) -> String {
-    let said = e.to_string();
-    let lines: Vec<&str> = said.lines().collect();
-    let why = match lines.as_slice() {
-        [one] => one.to_string(),
-        _ => {
-            let last = (lines.iter().rev())
-                .find(|l| !l.trim().is_empty())
-                .map_or("", |l| l.trim());
-            let last = last.strip_prefix("error: ").unwrap_or(last);
-            // The caret's line, under a one-line pattern indented by 4:
-            // its column counts characters.
-            let column = lines
-                .iter()
-                .filter(|_| !pattern.contains('\n'))
-                .find(|l| !l.trim().is_empty() && l.trim().chars().all(|c| c == '^'))
-                .and_then(|l| l.find('^')?.checked_sub(3));
-            match column {
-                Some(c) => format!("regex parse error: {last} (at column {c})"),
-                None => format!("regex parse error: {last}"),
+    let why = match regex_syntax::Parser::new().parse(pattern) {
+        Err(syntax) => {
+            let (kind, column) = match &syntax {
+                regex_syntax::Error::Parse(e) => (e.kind().to_string(), e.span().start.column),
+                regex_syntax::Error::Translate(e) => (e.kind().to_string(), e.span().start.column),
+                _ => (syntax.to_string(), 0),
+            };
+            if pattern.contains('\n') || column == 0 {
+                format!("regex parse error: {kind}")
+            } else {
+                format!("regex parse error: {kind} (at column {column})")
             }
         }
+        Ok(_) => e.to_string().lines().collect::<Vec<_>>().join(" "),
     };
     format!("regex `{}`: {why}", crate::shown::text(pattern))
 }
