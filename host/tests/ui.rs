@@ -1269,3 +1269,49 @@ fn ui_open_says_an_opener_that_fails_and_leaves_no_zombie() {
         .collect();
     assert!(zombies.is_empty(), "zombie children: {zombies:?}");
 }
+
+/// A fork made from its form is in the run index when the page answers,
+/// as `worldline fork`'s run is once it returns: its row waited in the
+/// server's queue (the end of a command's process commits its rows; a
+/// server's does not end) until something read the index, and `index
+/// --check` found it missing. A replay keeps no run: the index is whole
+/// after it too.
+#[test]
+fn a_fork_from_its_form_is_indexed_before_the_answer() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let fx = fixture(store);
+    let s = Server::start(store, &[]);
+    let host = s.host();
+    let event = s.get(&format!("/run/{}/event/{}", fx.failed, fx.stale));
+    let csrf = input_value(&event.body, "csrf").expect("the fork form");
+    let ct = ("Content-Type", "application/x-www-form-urlencoded");
+    let checked = || {
+        let check = worldline(store, ["index", "--check", "--json"]);
+        assert_eq!(check.json()["missing"], serde_json::json!([]), "{check}");
+        check.expect_code(0);
+    };
+    let r = request(
+        s.port,
+        "POST",
+        &format!(
+            "/run/{}/event/{}/fork?token={}",
+            fx.failed, fx.stale, s.token
+        ),
+        &[("Host", &host), ct],
+        &form(&[("csrf", &csrf)]),
+    );
+    assert_eq!(r.status, 303, "{r:?}");
+    checked();
+    let before = runs_in(store);
+    let r = request(
+        s.port,
+        "POST",
+        &format!("/run/{}/replay?token={}", fx.passed, s.token),
+        &[("Host", &host), ct],
+        &form(&[("csrf", &csrf)]),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(runs_in(store), before, "a replay keeps no run");
+    checked();
+}

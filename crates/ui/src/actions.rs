@@ -1,7 +1,8 @@
 //! The forms that change the store: fork from an event and replay a run.
 //! Each parses its form, calls the operation in `ops/` the CLI calls too,
 //! and renders the result (a refused fork shows its form again with the
-//! reason). Each needs the CSRF token and is gone in `--read-only` mode.
+//! reason), a fork's index row committed first. Each needs the CSRF
+//! token and is gone in `--read-only` mode.
 
 use super::event::Refused;
 use super::html::{badge, json_against, url};
@@ -86,7 +87,14 @@ pub(crate) fn fork(app: &Seen, run: &str, at: u64, form: &FormData) -> Result<Re
     // run goes on live from the event (the form refused it).
     let args = fork_args(at, form);
     let rec = worldline_engine::fork::open_at(&app.store, app.run_path(run)?, at)?;
-    match ops::fork::fork(app.sandbox()?, &app.store, &rec, args) {
+    let forked = ops::fork::fork(app.sandbox()?, &app.store, &rec, args);
+    // The fork's row committed before the answer, as `worldline fork`
+    // commits it: it waited in this process's queue for more rows
+    // (decision 0393), and a server's process does not end, which
+    // commits a command's, so the index lacked the run until something
+    // read it.
+    worldline_store::index::flush(&app.store);
+    match forked {
         // Its notes (a response that fits loosely, the parent's older
         // rules) shown above the fork's page, as `fork` prints them; with
         // none, the fork's page itself.
