@@ -348,6 +348,42 @@ fn a_deleted_corrupt_or_stale_index_is_rebuilt_from_the_bundles() {
     assert_eq!(check(&store)["stale"], serde_json::json!([]));
 }
 
+/// A bundle its writer still holds (locked from its creation until it is
+/// written whole and let go) is indexed unfinished, whatever it held when
+/// read, and read again once let go. A reader took a run's footer with
+/// the size its bundle had a moment before, the footer not yet written:
+/// the finished run's row kept its size before the footer, which no
+/// later `runs` read again (`index --check`: stale).
+#[test]
+fn a_bundle_still_being_written_is_indexed_unfinished_and_read_again_once_let_go() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let good = write_case(dir.path(), "good", GOOD);
+    let bundle = PathBuf::from(run(&store, &good)["bundle"].as_str().unwrap());
+    let size = std::fs::metadata(&bundle).unwrap().len();
+    let index = store.join("index.sqlite");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", index.display()));
+    }
+    // Its writer holds it: the footer is written, the file not let go.
+    let writer = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&bundle)
+        .unwrap();
+    writer.lock().unwrap();
+    let row = runs(&store, &[]).remove(0);
+    assert_eq!(row["status"], "incomplete", "{row}");
+    assert!(row["size"].as_u64().unwrap() < size, "{row}");
+    drop(writer);
+    let row = runs(&store, &[]).remove(0);
+    assert_eq!(
+        (&row["status"], row["size"].as_u64()),
+        (&Value::from("completed"), Some(size)),
+        "{row}"
+    );
+    assert_eq!(check(&store)["stale"], serde_json::json!([]));
+}
+
 /// `runs` writes each row as the index yields it, as a line of its table
 /// or an element of its `--json` array, so a long listing holds one row at
 /// a time: 5,000 runs listed peak within 3 MiB of 30 (SQLite's page cache

@@ -914,12 +914,7 @@ impl StoreDir {
     /// running (it holds the bundle's lock from its creation until it is
     /// written whole): a run without a footer that was not killed.
     pub fn being_recorded(&self, path: &Path) -> bool {
-        worldline_case::bounded::open(path).is_ok_and(|file| {
-            matches!(
-                file.try_lock_shared(),
-                Err(std::fs::TryLockError::WouldBlock)
-            )
-        })
+        being_recorded(path)
     }
 
     /// Whether this process may write in the store's folder. A read-only
@@ -1155,6 +1150,18 @@ pub fn is_run_id(s: &str) -> bool {
         && s.len() <= 128
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Whether the bundle at `path` is locked by the process writing it
+/// ([`StoreDir::being_recorded`]): what the run index reads of it may
+/// still grow.
+pub(crate) fn being_recorded(path: &Path) -> bool {
+    worldline_case::bounded::open(path).is_ok_and(|file| {
+        matches!(
+            file.try_lock_shared(),
+            Err(std::fs::TryLockError::WouldBlock)
+        )
+    })
 }
 
 /// Whether this process may write `path` (`access(2)`, which a read-only

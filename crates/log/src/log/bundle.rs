@@ -634,14 +634,56 @@ pub fn read_held(path: &Path) -> Result<HeldBundle, BundleError> {
     Ok(reader.finish_held(header))
 }
 
+/// [`read_held`], and how many bytes it read: all of them, and those
+/// before the footer's line (all of them when there is no footer). A
+/// reader of a bundle another process may still be writing (the run
+/// index's) takes the size of what it read, not the file's a moment
+/// before or after.
+pub fn read_held_measured(path: &Path) -> Result<(HeldBundle, Measured), BundleError> {
+    let bytes = bytes_of(path)?;
+    let (header, reader) = read_lines(&bytes, path)?;
+    let held = reader.finish_held(header);
+    let read = bytes.len() as u64;
+    // The footer is the last line (nothing may follow it), its newline
+    // written with it or not yet.
+    let before_footer = match held.footer {
+        None => read,
+        Some(_) => {
+            let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+            line.iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |end| end as u64 + 1)
+        }
+    };
+    Ok((
+        held,
+        Measured {
+            read,
+            before_footer,
+        },
+    ))
+}
+
+/// How many bytes [`read_held_measured`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Measured {
+    pub read: u64,
+    /// The bytes before the footer's line.
+    pub before_footer: u64,
+}
+
 /// Read the bundle at `path` and check its lines.
 pub(super) fn read_lines_of(path: &Path) -> Result<(Header, Reader<'_>), BundleError> {
-    let bytes = read_bytes(path).map_err(|(line, message)| BundleError {
+    read_lines(&bytes_of(path)?, path)
+}
+
+/// [`read_bytes`], its error naming `path`.
+fn bytes_of(path: &Path) -> Result<Vec<u8>, BundleError> {
+    read_bytes(path).map_err(|(line, message)| BundleError {
         path: path.display().to_string(),
         line,
         message,
-    })?;
-    read_lines(&bytes, path)
+    })
 }
 
 /// The bytes of the bundle at `path`, at most the bundles' cap; its first

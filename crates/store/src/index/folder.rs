@@ -103,7 +103,7 @@ impl Index {
             })
             .map(|(id, _)| id)
             .collect();
-        self.read_again(&changed)?;
+        self.read_again(&changed, Again::Unfinished)?;
         Ok(changed.len())
     }
 
@@ -115,22 +115,31 @@ impl Index {
     pub fn refresh_changed(&mut self) -> Result<usize> {
         let check = self.check()?;
         let ids: Vec<String> = check.stale.into_iter().chain(check.missing).collect();
-        self.read_again(&ids)
+        self.read_again(&ids, Again::Every)
     }
 
     /// Replace the rows of `ids` with their bundles read again (a bundle
     /// deleted meanwhile loses its row); returns how many were read.
-    fn read_again(&mut self, ids: &[String]) -> Result<usize> {
+    fn read_again(&mut self, ids: &[String], which: Again) -> Result<usize> {
         if ids.is_empty() {
             return Ok(0);
         }
         let rows = read_rows(&self.runs_dir, ids)?;
+        let (delete, verb) = match which {
+            Again::Every => ("DELETE FROM runs WHERE id=?1", "INSERT OR REPLACE"),
+            // A row its writer recorded while the bundle was read (the
+            // run finished meanwhile) is newer than ours: kept.
+            Again::Unfinished => (
+                "DELETE FROM runs WHERE id=?1 AND outcome='incomplete'",
+                "INSERT OR IGNORE",
+            ),
+        };
         self.write(|tx| {
             for id in ids {
-                tx.execute("DELETE FROM runs WHERE id=?1", params![id])?;
+                tx.execute(delete, params![id])?;
             }
             for r in &rows {
-                super::schema::upsert(tx, r)?;
+                insert(tx, r, verb)?;
             }
             Ok(())
         })?;
@@ -201,6 +210,14 @@ impl Index {
         c.stale.sort();
         Ok(c)
     }
+}
+
+/// Which rows [`Index::read_again`] replaces.
+enum Again {
+    /// Every one named (`worldline index`).
+    Every,
+    /// Those still unfinished when the bundles have been read.
+    Unfinished,
 }
 
 /// The run ids of the bundles in the folder.

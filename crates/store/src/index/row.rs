@@ -98,8 +98,8 @@ impl Row {
         };
         let created = created_of(run_id, &meta);
         let headless = || bundle::has_header(path).is_ok_and(|has| !has);
-        Ok(match bundle::read_held(path) {
-            Ok(b) => Row::of_bundle(run_id, created, meta.len(), &b),
+        Ok(match bundle::read_held_measured(path) {
+            Ok((b, read)) => Row::of_read(run_id, created, path, &b, read),
             Err(_) if headless() => Row {
                 status: "incomplete".into(),
                 outcome: "incomplete".into(),
@@ -111,6 +111,39 @@ impl Row {
             },
             Err(e) => Row::broken(run_id, created, meta.len(), format!("broken: {}", e.message)),
         })
+    }
+
+    /// The row of a bundle read back, sized by what was read of it, not
+    /// by the file's size looked up before or after (the bundle may be
+    /// growing: a row that took a finished run's status with the size of
+    /// its bundle before the footer was never read again). A footer
+    /// counts once its writer has let the bundle go (its lock, held from
+    /// the bundle's creation until it is written whole): until then the
+    /// row is of the lines before it, unfinished, and the next reader,
+    /// finding the bundle longer, reads it again (decision 0432).
+    fn of_read(
+        run_id: &str,
+        created: i64,
+        path: &Path,
+        b: &HeldBundle,
+        read: bundle::Measured,
+    ) -> Row {
+        match b.footer {
+            None => Row::of_bundle(run_id, created, read.read, b),
+            Some(_) if crate::store::being_recorded(path) => Row::of_parts(
+                run_id,
+                created,
+                read.before_footer,
+                &b.header,
+                None,
+                b.events.len(),
+            ),
+            // Let go: nothing more is written to it, its newline included.
+            Some(_) => {
+                let size = std::fs::metadata(path).map_or(read.read, |m| m.len());
+                Row::of_bundle(run_id, created, size, b)
+            }
+        }
     }
 
     /// The row of a bundle that cannot be read, saying why.
