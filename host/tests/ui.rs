@@ -1315,3 +1315,68 @@ fn a_fork_from_its_form_is_indexed_before_the_answer() {
     assert_eq!(runs_in(store), before, "a replay keeps no run");
     checked();
 }
+
+/// A client that stops partway through a request's headers, or sends
+/// none, is closed 10 s after it connected, and no more than 64
+/// connections are served at once: it was answered whenever it went on
+/// (a 40 s stall, then 200), held its connection for good, and a few
+/// hundred such held every descriptor the server had.
+#[test]
+fn a_request_left_half_sent_is_closed_and_connections_are_capped() {
+    use std::io::{Read as _, Write as _};
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
+    let dir = temp_dir();
+    std::fs::create_dir(dir.path().join("runs")).unwrap();
+    let s = Server::start(dir.path(), &[]);
+    let addr = ("127.0.0.1", s.port);
+    let mut partial = TcpStream::connect(addr).unwrap();
+    partial
+        .write_all(format!("GET /?token={} HTTP/1.1\r\n", s.token).as_bytes())
+        .unwrap();
+    let began = Instant::now();
+    let cap = worldline_engine::native::listen::MAX_CONNECTIONS as usize;
+    let mut silent: Vec<TcpStream> = (1..cap)
+        .map(|_| TcpStream::connect(addr).unwrap())
+        .collect();
+    // One past the cap waits in the kernel's queue, unanswered.
+    let mut waiting = TcpStream::connect(addr).unwrap();
+    waiting
+        .write_all(
+            format!(
+                "GET /?token={} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+                s.token,
+                s.host()
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    waiting
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let mut first = [0u8; 1];
+    let early = waiting.read(&mut first);
+    assert!(
+        early.is_err(),
+        "answered past the cap of {cap} connections: {early:?}"
+    );
+    for c in std::iter::once(&mut partial).chain(silent.iter_mut()) {
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut rest = Vec::new();
+        let read = c.read_to_end(&mut rest);
+        assert!(read.is_ok(), "still open after 30 s: {read:?}");
+    }
+    assert!(
+        began.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        began.elapsed()
+    );
+    // Those closed, the one that waited is served.
+    waiting
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut said = String::new();
+    waiting.read_to_string(&mut said).unwrap();
+    assert!(said.starts_with("HTTP/1.1 200"), "{said}");
+    assert_eq!(s.get("/").status, 200);
+}

@@ -515,8 +515,14 @@ pub fn serve(
                 let _ = err.flush();
             }
         };
-        let (served, ()) = tokio::join!(async { axum::serve(listener, router(app)).await }, opened);
-        served?;
+        // The accept loop of the loopback servers (`--exec`, `mcp
+        // --http`, `serve`): at most 64 connections at once, and one that
+        // has not sent a request's headers 10 s after it began waiting for
+        // them is closed (a client that stopped partway held its
+        // connection for good, and a few hundred held every descriptor).
+        let served =
+            worldline_engine::native::listen::serve(listener, router(app), std::future::pending());
+        tokio::join!(served, opened);
         Ok(())
     })
 }

@@ -1,5 +1,5 @@
-//! The accept loop of a loopback server (`--exec`, `mcp --http` and
-//! `serve`):
+//! The accept loop of a loopback server (`--exec`, `mcp --http`, `serve`
+//! and `ui`):
 //! at most [`MAX_CONNECTIONS`] connections at once (more wait in the
 //! kernel's queue), HTTP/1 only, and a connection that has not sent a
 //! request's headers [`HEADERS_WITHIN`] after it began waiting for them
