@@ -1853,6 +1853,48 @@ fn gc_leaves_a_folder_named_like_a_bundle_and_goes_on() {
     assert!(!grades.exists(), "the re-grades of a removed run");
 }
 
+/// A store whose index path is longer than SQLite takes (512 bytes) is
+/// used as any other: its runs were recorded, but `runs`, `index` and
+/// `gc` failed for ever with SQLite's "unable to open database file"
+/// (exit 4).
+#[test]
+fn a_store_at_a_path_longer_than_sqlite_takes_is_indexed() {
+    let dir = temp_dir();
+    let mut store = dir.path().join("deep");
+    while store.as_os_str().len() < 530 {
+        store.push("d".repeat(100));
+    }
+    let cases = demo_cases(dir.path());
+    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
+    let test = worldline(
+        &store,
+        [
+            "test",
+            s(&cases),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+        ],
+    );
+    test.expect_code(0);
+    assert!(!test.stderr.contains("run index was not updated"), "{test}");
+    let runs = worldline(&store, ["runs", "--json"]);
+    runs.expect_code(0);
+    assert_eq!(listed(&runs).len(), 4, "{runs}");
+    worldline(&store, ["index", "--rebuild"]).expect_code(0);
+    let check = worldline(&store, ["index", "--check", "--json"]);
+    check.expect_code(0);
+    assert_eq!(check.json()["indexed"], json!(4), "{check}");
+    let gc = worldline(&store, ["gc", "--keep-passed", "0", "--json"]);
+    gc.expect_code(0);
+    assert_eq!(gc.json()["runs"]["count"], json!(4), "{gc}");
+    assert!(
+        store.join("index.sqlite-wal").is_file(),
+        "the log is beside the index"
+    );
+}
+
 /// A link to nothing in `runs/` is a broken run whose row matches it:
 /// `index --check` called it stale for ever, even right after `index
 /// --rebuild`, and exited 1.

@@ -17,11 +17,13 @@
 //! The other modules: `schema.rs` (tables, columns, a row in and out),
 //! `write.rs` (the write transaction, rows of new runs), `query.rs`
 //! (`runs`' filters), `page.rs` (a page of a listing and its count),
-//! `row.rs` (a row from a bundle).
+//! `row.rs` (a row from a bundle), `long_path.rs` (an index at a path too
+//! long for SQLite).
 
 mod behind;
 mod damage;
 mod folder;
+mod long_path;
 pub mod page;
 pub mod query;
 pub mod row;
@@ -73,6 +75,9 @@ pub struct Index {
     runs_dir: PathBuf,
     /// Declared after `conn`, so it is dropped after the connection closes.
     closing: Closing,
+    /// The store's folder, when the index is opened through its
+    /// descriptor (`long_path.rs`): closed after the connection.
+    _folder: Option<std::fs::File>,
 }
 
 /// What bringing the index up to date did.
@@ -264,8 +269,19 @@ impl Index {
             .into());
         }
         made_by_the_umask(path);
-        let conn = Connection::open(path)
-            .with_context(|| format!("opening the run index {}", path.display()))?;
+        let opening = || format!("opening the run index {}", path.display());
+        let (conn, folder) = match long_path::by_descriptor(path).with_context(opening)? {
+            Some(by) => (
+                Connection::open_with_flags_and_vfs(
+                    &by.path,
+                    rusqlite::OpenFlags::default(),
+                    long_path::vfs(),
+                )
+                .with_context(opening)?,
+                Some(by.folder),
+            ),
+            None => (Connection::open(path).with_context(opening)?, None),
+        };
         conn.busy_timeout(BUSY)?;
         let _mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         // The log is checkpointed by the commit that takes it past
@@ -283,6 +299,7 @@ impl Index {
             conn,
             runs_dir: store.runs_dir(),
             closing: Closing { mark, sound: None },
+            _folder: folder,
         };
         if index.version()? != schema::VERSION {
             let tx = index
@@ -338,6 +355,7 @@ impl Index {
                 mark: Mark::of(store),
                 sound: None,
             },
+            _folder: None,
         };
         let s = index.sync()?;
         // Said once: a server (`ui`) opens the index for every request.
