@@ -1853,6 +1853,38 @@ fn gc_leaves_a_folder_named_like_a_bundle_and_goes_on() {
     assert!(!grades.exists(), "the re-grades of a removed run");
 }
 
+/// `gc --dry-run` plans what `gc` does: a folder named like a bundle was
+/// counted as a run the dry run would remove, with no warning, while the
+/// pass itself left it in place.
+#[test]
+fn gc_dry_run_leaves_a_folder_named_like_a_bundle_as_gc_does() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    demo_suite(&demo_cases(dir.path()), &store, "1");
+    let folder = store.join("runs").join("20261207-120000-00000000.jsonl");
+    std::fs::create_dir(&folder).unwrap();
+    let all_runs = ["--keep-passed", "0", "--keep-incomplete", "0", "--json"];
+    let plans: Vec<_> = [true, false]
+        .into_iter()
+        .map(|dry| {
+            let mut args = vec!["gc"];
+            args.extend(dry.then_some("--dry-run"));
+            args.extend(all_runs);
+            let gc = worldline(&store, &args);
+            gc.expect_code(0);
+            assert!(
+                gc.stderr
+                    .contains("20261207-120000-00000000.jsonl is a folder, not a run's bundle"),
+                "dry run {dry}: {gc}"
+            );
+            gc.json()["runs"].clone()
+        })
+        .collect();
+    assert_eq!(plans[0], plans[1], "the dry run's plan is the pass's");
+    assert_eq!(plans[1]["count"], json!(4));
+    assert!(folder.is_dir());
+}
+
 /// A store whose index path is longer than SQLite takes (512 bytes) is
 /// used as any other: its runs were recorded, but `runs`, `index` and
 /// `gc` failed for ever with SQLite's "unable to open database file"

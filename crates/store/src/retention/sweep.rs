@@ -122,17 +122,20 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
         }
         let path = store.bundle_path(&r.run_id);
         let bytes = std::fs::metadata(&path).map_or(r.size, |m| m.len());
+        // Not a bundle worldline wrote: left where it is, and the pass
+        // goes on (it stopped every pass, exit 4); a dry run says so too
+        // (it counted the folder as removed).
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+            folder_left(&path);
+            continue;
+        }
         if !dry_run {
             match std::fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                // Not a bundle worldline wrote: left where it is, and the
-                // pass goes on (it stopped every pass, exit 4).
+                // Made a folder since it was looked at.
                 Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
-                    ::log::warn!(
-                        "{} is a folder, not a run's bundle: left in place (move it out of the store's runs/)",
-                        path.display()
-                    );
+                    folder_left(&path);
                     continue;
                 }
                 Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
@@ -212,6 +215,14 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
     report.bytes_freed =
         report.runs.bytes + report.objects.bytes + report.worlds.bytes + report.cache.bytes;
     Ok(report)
+}
+
+/// Say that the folder at `path`, in `runs/`, is left in place.
+fn folder_left(path: &Path) {
+    ::log::warn!(
+        "{} is a folder, not a run's bundle: left in place (move it out of the store's runs/)",
+        path.display()
+    );
 }
 
 /// The worlds the kept runs and live processes use, and every object
