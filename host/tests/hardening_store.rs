@@ -1885,6 +1885,46 @@ fn gc_dry_run_leaves_a_folder_named_like_a_bundle_as_gc_does() {
     assert!(folder.is_dir());
 }
 
+/// A file in `runs/` whose name is no run id is no run for any command:
+/// `.hidden.jsonl`, a copy of a bundle, was listed by `runs` as a passing
+/// run made now and removed by `gc`, while `replay` said worldline did not
+/// write it.
+#[test]
+fn a_file_in_runs_named_as_no_run_id_is_neither_listed_nor_removed() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    demo_suite(&demo_cases(dir.path()), &store, "1");
+    let copy = store.join("runs").join(".hidden.jsonl");
+    std::fs::copy(
+        store
+            .join("runs")
+            .join(format!("{}.jsonl", a_run_of(&store))),
+        &copy,
+    )
+    .unwrap();
+    let runs = worldline(&store, ["runs", "--json"]);
+    runs.expect_code(0);
+    assert_eq!(listed(&runs).len(), 4, "{runs}");
+    assert!(!runs.stdout.contains(".hidden"), "{runs}");
+    let replay = worldline(&store, ["replay", ".hidden"]);
+    assert!(replay.stderr.contains("not a run's bundle"), "{replay}");
+    for dry in [true, false] {
+        let mut args = vec!["gc", "--keep-passed", "0", "--json"];
+        args.extend(dry.then_some("--dry-run"));
+        let gc = worldline(&store, &args);
+        gc.expect_code(0);
+        assert_eq!(gc.json()["runs"]["count"], json!(4), "{gc}");
+        assert!(
+            gc.stderr.contains(".hidden.jsonl is not a run's bundle"),
+            "dry run {dry}: {gc}"
+        );
+    }
+    assert!(copy.is_file(), "left in place");
+    let check = worldline(&store, ["index", "--check", "--json"]);
+    check.expect_code(0);
+    assert_eq!(check.json()["bundles"], json!(0), "{check}");
+}
+
 /// A store whose index path is longer than SQLite takes (512 bytes) is
 /// used as any other: its runs were recorded, but `runs`, `index` and
 /// `gc` failed for ever with SQLite's "unable to open database file"

@@ -1076,7 +1076,7 @@ impl StoreDir {
         if exact.is_file() {
             return Ok(exact);
         }
-        let mut found = self.bundles_named(|stem| stem.starts_with(id));
+        let mut found = self.bundles_named(|stem| is_run_id(stem) && stem.starts_with(id));
         match found.len() {
             1 => Ok(found.remove(0)),
             0 => Err(none()),

@@ -220,7 +220,8 @@ enum Again {
     Unfinished,
 }
 
-/// The run ids of the bundles in the folder.
+/// The run ids of the bundles in the folder (a `.jsonl` file whose name
+/// is no run id is no run: worldline did not write it).
 pub(super) fn list_bundles(dir: &Path) -> Result<BTreeSet<String>> {
     Ok(std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
@@ -229,6 +230,7 @@ pub(super) fn list_bundles(dir: &Path) -> Result<BTreeSet<String>> {
             e.file_name()
                 .to_str()
                 .and_then(|n| n.strip_suffix(".jsonl"))
+                .filter(|id| crate::store::is_run_id(id))
                 .map(String::from)
         })
         .collect())

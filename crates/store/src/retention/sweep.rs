@@ -115,6 +115,7 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
         in_use.extend(collected.runs_kept);
         db_objects = collected.objects;
     }
+    warn_strays(store);
     let mut gone = Vec::new();
     for r in &p.remove {
         if in_use.contains(&r.run_id) {
@@ -223,6 +224,33 @@ fn folder_left(path: &Path) {
         "{} is a folder, not a run's bundle: left in place (move it out of the store's runs/)",
         path.display()
     );
+}
+
+/// Say of each `.jsonl` entry of `runs/` whose name is no run id that it
+/// is left in place: no command takes it for a run (`runs` lists none of
+/// them), so no pass removes it (one copied there as `.hidden.jsonl` was
+/// removed as a passing run made when it was listed).
+fn warn_strays(store: &StoreDir) {
+    let Ok(entries) = sorted_entries(&store.runs_dir()) else {
+        return;
+    };
+    for path in entries {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let stray = name
+            .as_deref()
+            .and_then(|n| n.strip_suffix(".jsonl"))
+            .is_some_and(|id| !crate::store::is_run_id(id));
+        if !stray {
+            continue;
+        }
+        match std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+            true => folder_left(&path),
+            false => ::log::warn!(
+                "{} is not a run's bundle (its name is no run id: worldline did not write it): left in place (move it out of the store's runs/)",
+                path.display()
+            ),
+        }
+    }
 }
 
 /// The worlds the kept runs and live processes use, and every object
