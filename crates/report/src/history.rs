@@ -198,7 +198,7 @@ fn write_head(out: &mut impl Write, t: &Timeline<'_>, hidden: Option<usize>) -> 
     if let Some(why) = truncated(b) {
         writeln!(out, "an episode its client left without `end`: {why}")?;
     }
-    write_lineage(out, b)?;
+    write_lineage(out, b, t.live)?;
     if !h.limits.is_empty() {
         let raised: Vec<String> = h.limits.iter().map(|(k, v)| format!("{k} = {v}")).collect();
         writeln!(out, "limits raised: {}", raised.join(", "))?;
@@ -245,8 +245,9 @@ fn fork_points(b: &HeldBundle) -> Vec<ForkPoint> {
         .unwrap_or_default()
 }
 
-/// Whose fork or resumption the run is, and the calls a kill left in flight.
-fn write_lineage(out: &mut impl Write, b: &HeldBundle) -> io::Result<()> {
+/// Whose fork or resumption the run is, and the calls a kill left in
+/// flight (or, while `live`, the call its writer is inside).
+fn write_lineage(out: &mut impl Write, b: &HeldBundle, live: bool) -> io::Result<()> {
     match &b.header.parent {
         Some(p) if p.resumed => writeln!(
             out,
@@ -265,13 +266,21 @@ fn write_lineage(out: &mut impl Write, b: &HeldBundle) -> io::Result<()> {
             i.seq
         )?;
     }
-    if let Some(i) = &b.in_flight {
-        writeln!(
+    match &b.in_flight {
+        // Its writer still waits for the answer: nothing killed it.
+        Some(i) if live => writeln!(
+            out,
+            "in flight: {} (event {}: its intent recorded, its answer not yet)",
+            in_flight(i),
+            i.seq
+        )?,
+        Some(i) => writeln!(
             out,
             "killed inside {} (event {}: its intent recorded, no answer)",
             in_flight(i),
             i.seq
-        )?;
+        )?,
+        None => {}
     }
     Ok(())
 }

@@ -662,6 +662,39 @@ fn history_of_a_run_killed_before_any_event_says_so() {
     );
 }
 
+/// A run still being recorded is inside its open call, not killed there
+/// (it opened "killed inside model.complete" and ended "still being
+/// recorded").
+#[test]
+fn history_of_a_live_run_says_its_open_call_is_in_flight() {
+    use worldline_engine::ops::history::{Read, page};
+    let mut bundle = forked_bundle();
+    bundle.footer = None;
+    let mut read = Read {
+        bundle: bundle.into(),
+        total: 6,
+    };
+    let page = page(&mut read, &history_query());
+    let t = super::history::Timeline {
+        path: std::path::Path::new("runs/20261128-093040-d00d0004.jsonl"),
+        bundle: &read.bundle,
+        page: &page,
+        hidden: None,
+        store_view: false,
+        live: true,
+    };
+    let cut = super::timeline::Cut::Standard;
+    let said = text(|out| super::history::write(out, &t, cut));
+    assert!(
+        said.contains(
+            "in flight: tool `page_oncall` (event 6: its intent recorded, its answer not yet)"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains("killed"), "{said}");
+    assert!(said.contains("still being recorded"), "{said}");
+}
+
 #[test]
 fn history_json_is_the_header_and_the_page_saying_where_it_is() {
     use worldline_engine::ops::history::{Read, page};
