@@ -965,14 +965,19 @@ impl StoreDir {
         e: anyhow::Error,
         full: bool,
     ) -> worldline_case::error::InputError {
-        let kind = e
-            .chain()
-            .find_map(|c| c.downcast_ref::<std::io::Error>())
-            .map(std::io::Error::kind);
+        let io = e.chain().find_map(|c| c.downcast_ref::<std::io::Error>());
+        let kind = io.map(std::io::Error::kind);
         // What to do depends on why: space for a full disk, rights for a
         // folder this user may not write (it said "free some space" to
-        // both).
+        // both), the open-file limit for too many open files (it said
+        // "pass --store with a folder you can write").
         let hint = match kind {
+            _ if io
+                .and_then(std::io::Error::raw_os_error)
+                .is_some_and(is_out_of_files) =>
+            {
+                OUT_OF_FILES
+            }
             Some(k) if is_refused(k) => {
                 "run as a user who may write there, or pass --store with a folder you can write"
             }
@@ -1123,6 +1128,15 @@ impl StoreDir {
     }
 }
 
+/// What to do when a write failed for want of a file descriptor.
+const OUT_OF_FILES: &str = "the limit of open files was reached (this process's, `ulimit -n`, or the system's): raise it (`ulimit -n 4096`) or run fewer workers (`--jobs`)";
+
+/// Whether the OS error `code` is the process's (`EMFILE`) or the
+/// system's (`ENFILE`) limit of open files.
+fn is_out_of_files(code: i32) -> bool {
+    code == libc::EMFILE || code == libc::ENFILE
+}
+
 /// Whether an error of `kind` is a write refused for want of rights or on
 /// a read-only mount.
 fn is_refused(kind: std::io::ErrorKind) -> bool {
@@ -1218,6 +1232,14 @@ mod tests {
             full.ends_with("; free some space or pass --store with a folder you can write"),
             "{full}"
         );
+        // Too many open files: neither space nor another folder would help.
+        for code in [libc::EMFILE, libc::ENFILE] {
+            let out_of_files = store
+                .write_error(Path::new("x"), std::io::Error::from_raw_os_error(code))
+                .to_string();
+            assert!(out_of_files.contains("`ulimit -n`"), "{out_of_files}");
+            assert!(!out_of_files.contains("--store"), "{out_of_files}");
+        }
         // A file where a folder goes: space would not help.
         let in_the_way = said(std::io::ErrorKind::AlreadyExists);
         assert!(
