@@ -458,6 +458,7 @@ fn verified() -> (
                 "20261128-093036-a00a0001".into(),
                 "20261128-093040-d00d0004".into(),
             ],
+            named: false,
         }),
     };
     (reports, v)
@@ -489,6 +490,21 @@ fn verify_report(json: bool) -> String {
 #[test]
 fn verify_writes_a_line_per_run_then_the_totals() {
     insta::assert_snapshot!(verify_report(false));
+}
+
+/// A sample drawn from runs named says the seed draws it again from
+/// them: the seed alone draws from every run of the store.
+#[test]
+fn verify_of_a_sample_of_runs_named_says_to_name_them_again() {
+    let (_, mut v) = verified();
+    if let Some(s) = v.sample.as_mut() {
+        s.named = true;
+    }
+    let said = text(|out| super::verify::Stream::new(out, false, v.sample.as_ref(), 2).map(drop));
+    assert!(
+        said.contains("(`--sample 2 --seed 17` with the same runs named draws it again)"),
+        "{said}"
+    );
 }
 
 #[test]

@@ -119,9 +119,15 @@ impl<W: Write> Stream<W> {
     /// so the sample can be drawn again).
     pub fn new(mut out: W, json: bool, sample: Option<&Drawn>, asked: usize) -> io::Result<Self> {
         if let Some(s) = sample.filter(|_| !json) {
+            // Drawn from runs named, the seed alone draws from every run.
+            let from = if s.named {
+                " with the same runs named"
+            } else {
+                ""
+            };
             writeln!(
                 out,
-                "sample of {} of {} runs, seed {} (`--sample {asked} --seed {}` draws it again): {}",
+                "sample of {} of {} runs, seed {} (`--sample {asked} --seed {}`{from} draws it again): {}",
                 s.runs.len(),
                 s.of,
                 s.seed,

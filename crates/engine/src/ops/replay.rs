@@ -111,6 +111,9 @@ pub struct Drawn {
     pub of: usize,
     pub seed: u64,
     pub runs: Vec<String>,
+    /// It was drawn from runs named, not from every run of the store:
+    /// the seed draws it again from the same runs named.
+    pub named: bool,
 }
 
 /// The runs `verify` checks: `runs` (every run of the store when empty),
@@ -132,6 +135,7 @@ pub fn drawn(
                 of: all.len(),
                 seed,
                 runs: runs.clone(),
+                named: !whole,
             };
             (runs, Some(drawn))
         }
