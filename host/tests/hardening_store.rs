@@ -1967,6 +1967,30 @@ fn a_store_at_a_path_longer_than_sqlite_takes_is_indexed() {
     );
 }
 
+/// A run id names the store's run though the current folder holds a file
+/// of that name (an export written with `-o ID`): it was read as that
+/// file, an export `history` refused.
+#[test]
+fn a_run_id_names_the_store_s_run_beside_a_file_of_that_name() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    demo_suite(&demo_cases(dir.path()), &store, "1");
+    let id = a_run_of(&store);
+    let here = dir.path().join("here");
+    std::fs::create_dir(&here).unwrap();
+    worldline(&store, ["export", &id, "-o", s(&here.join(&id))]).expect_code(0);
+    let history = common::worldline_at(&here, ["history", &id, "--store", s(&store)], &[]);
+    history.expect_code(0);
+    assert!(history.stdout.contains(&format!("{id}.jsonl")), "{history}");
+    // A path is the file it names.
+    let file = common::worldline_at(
+        &here,
+        ["history", &format!("./{id}"), "--store", s(&store)],
+        &[],
+    );
+    assert!(file.stderr.contains("worldline import"), "{file}");
+}
+
 /// A link to nothing in `runs/` is a broken run whose row matches it:
 /// `index --check` called it stale for ever, even right after `index
 /// --rebuild`, and exited 1.

@@ -1028,6 +1028,16 @@ impl StoreDir {
         // what it is (it was "no run … in this store; pass a bundle's
         // path", the path given).
         if as_path.is_file() || (names_a_path(arg) && as_path.symlink_metadata().is_ok()) {
+            // A run id as it is (no `/`, no `.jsonl`) names the store's run
+            // when the store has it, whatever the current folder holds (a
+            // file an export wrote with `-o ID` hid the run).
+            if is_run_id(arg) {
+                self.pull()?;
+                let run = self.bundle_path(arg);
+                if run.is_file() {
+                    return Ok(run);
+                }
+            }
             return Ok(as_path.to_path_buf());
         }
         // A path that is not there is no run id either: said of the path
