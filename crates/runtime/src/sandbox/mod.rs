@@ -13,7 +13,8 @@
 //! ComponentizeJS component is ~12 MB and compiling it takes seconds, which a
 //! user of `worldline run` used to sit through in silence.
 //! `Sandbox::on_compile` takes a notice, called when the cache does not hold
-//! the agent; `run`, `fork`, `rerun`, `replay`, `verify` and `repro` print one
+//! the agent and this process compiles it (not when it waited for another
+//! compiling it and loaded that one's entry); `run`, `fork`, `rerun`, `replay`, `verify` and `repro` print one
 //! line to stderr for components from 4 MB up, `test` and `fuzz` say so on
 //! their progress line. A progress bar in the sandbox was ruled out: the
 //! sandbox sits below the CLI and must not print.
@@ -321,10 +322,6 @@ impl Sandbox {
         if let Some(component) = self.deserialize_cached(sha256, kind) {
             return Ok(component);
         }
-        let _progress = self
-            .on_compile
-            .as_ref()
-            .and_then(|n| n(origin, bytes.len()));
         // Another process or thread compiling the same component: wait for
         // it and load what it kept (`cache.rs`). Held until the entry is kept.
         let held = self.cache.as_ref().and_then(|c| c.compiling(sha256));
@@ -333,6 +330,12 @@ impl Sandbox {
         {
             return Ok(component);
         }
+        // Told only here, where this process compiles: one that waited for
+        // another's compile said "compiling" and "compiled in" too.
+        let _progress = self
+            .on_compile
+            .as_ref()
+            .and_then(|n| n(origin, bytes.len()));
         let component = Component::new(&self.engine, bytes).map_err(|e| {
             InputError::new(origin, format!("is not a valid WebAssembly component: {e}"))
         })?;
@@ -416,7 +419,14 @@ mod tests {
     #[test]
     fn a_compile_under_way_elsewhere_is_waited_for_and_loaded() {
         let dir = tempfile::tempdir().unwrap();
-        let sandbox = Sandbox::new(Some(dir.path().to_path_buf())).unwrap();
+        let told = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = told.clone();
+        let sandbox = Sandbox::new(Some(dir.path().to_path_buf()))
+            .unwrap()
+            .on_compile(Box::new(move |_, _| {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                None
+            }));
         let empty: &[u8] = b"\0asm\x0d\x00\x01\x00";
         let sha = canon::sha256_hex(empty);
         let elsewhere = CompileCache::new(dir.path(), sandbox.engine_hash());
@@ -445,6 +455,11 @@ mod tests {
                 "the entry the other process kept is loaded, not written again"
             );
         });
+        assert_eq!(
+            told.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "a compile waited for is not said to be compiled here"
+        );
     }
 
     /// The engine hash is the wasmtime version and the settings' names, one
