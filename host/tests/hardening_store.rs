@@ -441,6 +441,36 @@ fn an_import_beside_a_gc_pass_stores_again_the_objects_the_pass_removed() {
 /// A store copied while a run was being written holds the start of it;
 /// the whole run imported later takes its place (it was refused for good
 /// as "a different run"), and one that is not its continuation still is.
+/// An export of a run's start, imported into a store that holds the run
+/// whole, is the run already here: it was "a different run" (exit 2),
+/// though the other order completes the run.
+#[test]
+fn an_import_of_the_start_of_a_run_the_store_holds_whole_leaves_it() {
+    let (dir, _store, run, file) = exported_run();
+    let (whole_store, part) = (dir.path().join("whole"), dir.path().join("part"));
+    for store in [&whole_store, &part] {
+        worldline(store, ["import", s(&file)]).expect_code(0);
+    }
+    let bundle = |store: &Path| store.join(format!("runs/{run}.jsonl"));
+    let whole = std::fs::read(bundle(&whole_store)).unwrap();
+    // The header and the first event.
+    let cut: usize = whole
+        .split_inclusive(|&b| b == b'\n')
+        .take(2)
+        .map(<[u8]>::len)
+        .sum();
+    std::fs::write(bundle(&part), &whole[..cut]).unwrap();
+    worldline(&part, ["index", "--rebuild"]).expect_code(0);
+    let start = dir.path().join("start.export");
+    worldline(&part, ["export", &run, "-o", s(&start)]).expect_code(0);
+
+    let out = worldline(&whole_store, ["import", s(&start), "--json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["new"], false, "{out}");
+    assert!(out.stderr.contains("already holds run"), "{out}");
+    assert_eq!(std::fs::read(bundle(&whole_store)).unwrap(), whole);
+}
+
 #[test]
 fn an_import_of_a_run_whose_start_the_store_holds_completes_it() {
     let (dir, _store, run, file) = exported_run();

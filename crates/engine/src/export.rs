@@ -649,6 +649,14 @@ fn import_doc(
         if existing.len() < whole.len() && whole.starts_with(&existing) {
             put(&run_name, whole)?;
             new = true;
+        } else if whole.len() < existing.len() && existing.starts_with(whole) {
+            // The file holds the start of the run the store holds whole
+            // (an export taken while it was being written): left alone,
+            // as a run already here is (it was "a different run").
+            ::log::info!(
+                "the store already holds run `{}` in full, and the file imported only its start: nothing imported",
+                doc.run
+            );
         } else if existing != whole {
             return Err(bad(format!(
                 "a different run `{}` already exists in this store",
