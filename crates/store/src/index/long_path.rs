@@ -12,11 +12,11 @@ use std::ffi::{CStr, c_char, c_int};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// The VFS's name.
-const NAME: &CStr = c"worldline-by-descriptor";
+/// The VFS's name, to open an index of [`by_descriptor`] with.
+pub(super) const VFS: &CStr = c"worldline-by-descriptor";
 
 /// What a path opened through the descriptor begins with.
-const PREFIX: &[u8] = b"/proc/self/fd/";
+const PREFIX: &str = "/proc/self/fd/";
 
 /// An index path this long or longer (bytes) is opened through the
 /// descriptor: SQLite's limit, 512, less room for the `-journal` it
@@ -34,9 +34,9 @@ static UNIX_FULL_PATHNAME: OnceLock<Option<FullPathname>> = OnceLock::new();
 /// open so it can be named by descriptor while the connection lives.
 pub(super) struct ByDescriptor {
     /// What SQLite opens.
-    pub path: PathBuf,
+    pub(super) path: PathBuf,
     /// The store's folder, open for as long as the connection is.
-    pub folder: std::fs::File,
+    pub(super) folder: std::fs::File,
 }
 
 /// `index` (a file directly in its store's folder) opened through the
@@ -52,15 +52,8 @@ pub(super) fn by_descriptor(index: &Path) -> std::io::Result<Option<ByDescriptor
         return Ok(None);
     };
     let folder = std::fs::File::open(folder)?;
-    let path = Path::new(std::str::from_utf8(PREFIX).unwrap_or_default())
-        .join(folder.as_raw_fd().to_string())
-        .join(name);
+    let path = PathBuf::from(format!("{PREFIX}{}", folder.as_raw_fd())).join(name);
     Ok(Some(ByDescriptor { path, folder }))
-}
-
-/// The name to open an index of [`by_descriptor`] with.
-pub(super) fn vfs() -> &'static CStr {
-    NAME
 }
 
 /// Whether the VFS is registered (once per process).
@@ -78,7 +71,7 @@ fn registered() -> bool {
             }
             let _ = UNIX_FULL_PATHNAME.set((*unix).xFullPathname);
             let mut vfs = *unix;
-            vfs.zName = NAME.as_ptr();
+            vfs.zName = VFS.as_ptr();
             vfs.pNext = std::ptr::null_mut();
             vfs.xFullPathname = Some(full_pathname);
             ffi::sqlite3_vfs_register(Box::into_raw(Box::new(vfs)), 0) == ffi::SQLITE_OK
@@ -98,7 +91,7 @@ unsafe extern "C" fn full_pathname(
     // bytes.
     unsafe {
         let given = CStr::from_ptr(path).to_bytes_with_nul();
-        if given.starts_with(PREFIX) {
+        if given.starts_with(PREFIX.as_bytes()) {
             if given.len() > usize::try_from(n_out).unwrap_or(0) {
                 return ffi::SQLITE_CANTOPEN;
             }

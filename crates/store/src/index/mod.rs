@@ -275,7 +275,7 @@ impl Index {
                 Connection::open_with_flags_and_vfs(
                     &by.path,
                     rusqlite::OpenFlags::default(),
-                    long_path::vfs(),
+                    long_path::VFS,
                 )
                 .with_context(opening)?,
                 Some(by.folder),
