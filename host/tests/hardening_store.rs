@@ -1988,6 +1988,12 @@ fn a_store_at_a_path_longer_than_sqlite_takes_is_indexed() {
     let check = worldline(&store, ["index", "--check", "--json"]);
     check.expect_code(0);
     assert_eq!(check.json()["indexed"], json!(4), "{check}");
+    // Named from the folder it is in: short, but SQLite makes it whole.
+    let (above, name) = (store.parent().unwrap(), store.file_name().unwrap());
+    std::fs::remove_file(store.join("index.sqlite")).unwrap();
+    let here = common::worldline_at(above, ["runs", "--json", "--store", s(name.as_ref())], &[]);
+    here.expect_code(0);
+    assert_eq!(listed(&here).len(), 4, "{here}");
     let gc = worldline(&store, ["gc", "--keep-passed", "0", "--json"]);
     gc.expect_code(0);
     assert_eq!(gc.json()["runs"]["count"], json!(4), "{gc}");

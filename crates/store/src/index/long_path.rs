@@ -18,9 +18,9 @@ pub(super) const VFS: &CStr = c"worldline-by-descriptor";
 /// What a path opened through the descriptor begins with.
 const PREFIX: &str = "/proc/self/fd/";
 
-/// An index path this long or longer (bytes) is opened through the
-/// descriptor: SQLite's limit, 512, less room for the `-journal` it
-/// appends and the terminating NUL.
+/// An index path this long or longer (bytes), once made absolute with its
+/// links resolved as SQLite makes it, is opened through the descriptor:
+/// SQLite's limit, 512, less a margin.
 const LONG: usize = 500;
 
 /// The SQLite unix VFS's `xFullPathname`, which the paths not opened
@@ -45,12 +45,21 @@ pub(super) struct ByDescriptor {
 /// (SQLite's open then says why it failed).
 pub(super) fn by_descriptor(index: &Path) -> std::io::Result<Option<ByDescriptor>> {
     use std::os::fd::AsRawFd as _;
-    if index.as_os_str().len() < LONG || !registered() {
-        return Ok(None);
-    }
     let (Some(folder), Some(name)) = (index.parent(), index.file_name()) else {
         return Ok(None);
     };
+    let folder = match folder.as_os_str().is_empty() {
+        true => Path::new("."),
+        false => folder,
+    };
+    // A relative store (`--store .worldline`) is as long as the folder
+    // it is in makes it: SQLite prepends the current folder.
+    let full = std::fs::canonicalize(folder).map_or(index.as_os_str().len(), |f| {
+        f.as_os_str().len() + 1 + name.len()
+    });
+    if full < LONG || !registered() {
+        return Ok(None);
+    }
     let folder = std::fs::File::open(folder)?;
     let path = PathBuf::from(format!("{PREFIX}{}", folder.as_raw_fd())).join(name);
     Ok(Some(ByDescriptor { path, folder }))
