@@ -1955,6 +1955,42 @@ fn a_file_in_runs_named_as_no_run_id_is_neither_listed_nor_removed() {
     assert_eq!(check.json()["bundles"], json!(0), "{check}");
 }
 
+/// A row an older worldline indexed for a file in `runs/` whose name is
+/// no run id is no run either: `gc` removed the file by it.
+#[test]
+fn gc_removes_no_file_an_older_index_held_as_a_run_under_no_run_id() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    demo_suite(&demo_cases(dir.path()), &store, "1");
+    let copy = store.join("runs").join(".hidden.jsonl");
+    std::fs::copy(
+        store
+            .join("runs")
+            .join(format!("{}.jsonl", a_run_of(&store))),
+        &copy,
+    )
+    .unwrap();
+    // A settled folder: the index records that it matched it.
+    age(&store.join("runs"), Duration::from_secs(60));
+    worldline(&store, ["runs"]).expect_code(0);
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); \
+             c.execute('CREATE TEMP TABLE t AS SELECT * FROM runs LIMIT 1'); \
+             c.execute(\"UPDATE t SET id = '.hidden'\"); \
+             c.execute('INSERT INTO runs SELECT * FROM t'); c.commit(); c.close()",
+        ])
+        .arg(store.join("index.sqlite"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let gc = worldline(&store, ["gc", "--keep-passed", "0", "--json"]);
+    gc.expect_code(0);
+    assert_eq!(gc.json()["runs"]["count"], json!(4), "{gc}");
+    assert!(copy.is_file(), "left in place: {gc}");
+}
+
 /// A store whose index path is longer than SQLite takes (512 bytes) is
 /// used as any other: its runs were recorded, but `runs`, `index` and
 /// `gc` failed for ever with SQLite's "unable to open database file"

@@ -69,7 +69,10 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
     let pass = crate::store::lease::begin_pass(&store.root, !dry_run)
         .with_context(|| format!("reading the leases of {}", store.root.display()))?;
     let held = &pass.held;
-    let (rows, _) = Index::read(store, Index::all)?;
+    let (mut rows, _) = Index::read(store, Index::all)?;
+    // A row under a name that is no run id (one an older worldline
+    // indexed for a file in `runs/`) is no run: its file is left in place.
+    rows.retain(|r| crate::store::is_run_id(&r.run_id));
     let pinned = pins::list(store)?;
     let p = plan(&rows, &pinned, held, policy, now);
     let mut report = Report {
