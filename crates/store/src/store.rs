@@ -1277,6 +1277,22 @@ mod tests {
         );
     }
 
+    /// A prefix of a run id names runs only: a file in `runs/` whose name
+    /// is no run id was found by the prefix it begins with.
+    #[test]
+    fn a_prefix_names_no_file_whose_name_is_no_run_id() {
+        let root = tempfile::tempdir().unwrap();
+        let store = StoreDir::open(&root.path().join("store")).unwrap();
+        std::fs::create_dir_all(store.runs_dir()).unwrap();
+        std::fs::write(store.runs_dir().join("zz.copy.jsonl"), "x").unwrap();
+        assert!(store.resolve_run_id("zz").is_err());
+        std::fs::write(store.runs_dir().join("zz-1.jsonl"), "x").unwrap();
+        assert_eq!(
+            store.resolve_run_id("zz").unwrap(),
+            store.bundle_path("zz-1")
+        );
+    }
+
     /// Ids made one after another sort as they were made, also within one
     /// second (`runs` lists the newest first by id): their suffix was all
     /// tag, so runs of one second were listed in a random order.
