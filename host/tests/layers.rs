@@ -29,6 +29,7 @@ const LAYERS: &[&[&str]] = &[
         "new_rules",
         "wit",
     ],
+    &["toml_tokens"],
     &["output"],
     &["prices", "native_agent", "sections"],
     &["project"],

@@ -87,7 +87,7 @@ pub fn repro(
             (
                 signature::of(o.footer.status, o.grade.as_ref()),
                 o.footer.chain_hash.clone(),
-                crate::suite::reason(&o),
+                crate::grade::verdict::reason(&o.footer, o.grade.as_ref()),
             )
         }))
     })?;

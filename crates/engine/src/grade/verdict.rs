@@ -61,6 +61,22 @@ pub fn first_failure(grade: &Grade) -> Option<String> {
         .map(|a| format!("{}: expected {}, got {}", a.what, a.expected, a.actual))
 }
 
+/// Why a run that ended with `footer` and `grade` did not pass, in one
+/// line (`None`: it passed): a fault says more than the grade it spoiled
+/// (a Python exception, a panic, fuel), else the first failed check, else
+/// the run's error.
+pub(crate) fn reason(footer: &Footer, grade: Option<&Grade>) -> Option<String> {
+    if ending(footer.status, grade) == Ending::Passed {
+        return None;
+    }
+    if footer.status.overrides_grade() {
+        return footer.error.clone();
+    }
+    grade
+        .and_then(first_failure)
+        .or_else(|| footer.error.clone())
+}
+
 /// What of a grade a replay compares with its recording (decision 0424):
 /// the verdict, the reward and each check's verdict, in order. What the
 /// checks say and saw is not compared: a later grader may word it

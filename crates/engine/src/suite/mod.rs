@@ -65,22 +65,6 @@ pub struct Attempt {
     pub tokens_missing: Option<String>,
 }
 
-/// Why a run did not pass, in one line (`None`: it passed).
-pub(crate) fn reason(o: &RunOutcome) -> Option<String> {
-    if verdict::ending(o.footer.status, o.grade.as_ref()) == verdict::Ending::Passed {
-        return None;
-    }
-    // A fault says more than the grade it spoiled (a Python exception, a
-    // panic, fuel).
-    if o.footer.status.overrides_grade() {
-        return o.footer.error.clone();
-    }
-    o.grade
-        .as_ref()
-        .and_then(verdict::first_failure)
-        .or_else(|| o.footer.error.clone())
-}
-
 impl Attempt {
     /// `outcome` kept as a suite keeps it: counted, then its events, final
     /// state and output let go.
@@ -198,7 +182,7 @@ impl Attempt {
     pub fn reason(&self) -> Option<String> {
         match &self.outcome {
             Err(e) => Some(e.clone()),
-            Ok(o) => reason(o),
+            Ok(o) => verdict::reason(&o.footer, o.grade.as_ref()),
         }
     }
 
