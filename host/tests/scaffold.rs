@@ -432,6 +432,10 @@ fn init_refuses_a_file_or_a_link_where_a_folder_goes_and_writes_nothing() {
 /// repeats the password. `init` wrote it in plain text, and `check`
 /// passed it.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn a_store_s_password_is_refused_by_init_and_a_problem_to_check() {
     let dir = temp_dir();
     let d = dir.path();
