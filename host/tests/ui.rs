@@ -84,6 +84,15 @@ fn every_request_needs_the_token_and_a_loopback_host() {
             "",
         );
         assert_eq!(r.status, 403, "Host {h}: {r:?}");
+        // Named with the names accepted, as every loopback server names it
+        // (the UI said only that it answers to them "with its port").
+        assert!(
+            r.body.contains(&format!(
+                "Host `{h}` does not name this server: use `127.0.0.1:{0}`, `localhost:{0}` or `[::1]:{0}`",
+                s.port
+            )),
+            "Host {h}: {r:?}"
+        );
     }
     let r = request(
         s.port,

@@ -144,8 +144,8 @@ fn refusal<G: Gate + ?Sized>(
 /// machine's. Host names are compared without regard to case
 /// (`LOCALHOST:8000` was refused), and a request with more than one
 /// `Host` is no one's. Every loopback server's check (`mcp --http`, the
-/// `--exec` proxy, `serve`).
-pub(super) fn host_refused(headers: &HeaderMap, port: u16) -> Option<String> {
+/// `--exec` proxy, `serve`, `ui`).
+pub fn host_refused(headers: &HeaderMap, port: u16) -> Option<String> {
     const NAMES: [&str; 3] = ["127.0.0.1", "localhost", "[::1]"];
     let accepted = format!("`127.0.0.1:{port}`, `localhost:{port}` or `[::1]:{port}`");
     let mut hosts = headers.get_all(header::HOST).iter();

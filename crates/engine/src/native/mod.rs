@@ -11,6 +11,7 @@ pub(crate) mod capture;
 pub(crate) mod environment;
 pub mod exec;
 mod guard;
+pub use guard::host_refused;
 pub mod listen;
 pub mod loopback;
 pub mod mcp;
