@@ -186,6 +186,22 @@ fn a_viewer_gets_only_the_redacted_view_from_every_cli_reader_its_folder_and_sql
         "{}",
         shown[4]
     );
+    // So are its trajectories (they went under the run's own id, beside
+    // the unredacted run's, with nothing to tell them apart).
+    let line: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(out("t.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(line["run_id"], format!("{run}-redacted"), "{line}");
+    assert!(
+        shown[5].stdout.contains("exported 1 trajectory to"),
+        "{}",
+        shown[5]
+    );
     // What needs raw data is refused, naming the role to ask for.
     let needed = format!("{}_responder", t.schema);
     for args in [

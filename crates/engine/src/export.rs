@@ -48,6 +48,17 @@ struct Export {
     redacted: bool,
 }
 
+/// The id a run read from `id`'s bundle goes under when it leaves the
+/// store: a redacted copy's is `<id>-redacted` whoever made it (a viewer's
+/// copy of the database store's is read under the run's own id), so that
+/// it is never taken for the run it is a copy of.
+pub fn copy_id(id: String, header: &bundle::Header) -> String {
+    match header.redacted.is_some() && !id.ends_with("-redacted") {
+        true => format!("{id}-redacted"),
+        false => id,
+    }
+}
+
 /// Write a run and its objects to one file; with a redactor, a redacted
 /// copy and the agent; a run that is a redacted copy (a viewer's runs on a
 /// database store), as it is with its agent. Returns the exported run id
@@ -124,10 +135,7 @@ fn document(
         // viewer's copy of the database store's went under the run's own
         // id, which an import of the run then found taken).
         None if b.header.redacted.is_some() => {
-            let id = match id.ends_with("-redacted") {
-                true => id,
-                false => format!("{id}-redacted"),
-            };
+            let id = copy_id(id, &b.header);
             (id, read_bundle_text(path)?, agent_only, true)
         }
         None => (

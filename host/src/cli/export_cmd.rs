@@ -259,6 +259,10 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
     let fill = |out: &mut dyn std::io::Write| -> anyhow::Result<()> {
         for ((id, path), group) in paths.into_iter().zip(groups) {
             let mut b = bundle::read_held(&path).map_err(InputError::from)?;
+            // A viewer's run is a redacted copy: its trajectory goes under
+            // the copy's id, as its portable export does (it went under the
+            // run's own, beside the unredacted run's trajectory).
+            let id = worldline_engine::export::copy_id(id, &b.header);
             let task = task_of(store, &b.header.case_hash);
             let line = match args.format {
                 Format::Atif => {
@@ -300,7 +304,12 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
         true => json!({"runs": ids, "file": file, "format": name}).to_string(),
         false => {
             let kind = if name == "atif" { "ATIF " } else { "" };
-            format!("exported {} {kind}trajectories to {file}", ids.len())
+            let noun = if ids.len() == 1 {
+                "trajectory"
+            } else {
+                "trajectories"
+            };
+            format!("exported {} {kind}{noun} to {file}", ids.len())
         }
     };
     match to_stdout {
