@@ -838,6 +838,48 @@ fn a_run_set_aside_that_the_database_holds_loses_its_copy() {
     assert_eq!(out.json().as_array().unwrap().len(), 1, "{out}");
 }
 
+/// A run the database did not take can be stored as it was made (a
+/// native or a model's run made again is another run): exported from
+/// where it was set aside, then imported; the next command that reads the
+/// store removes the copy set aside (it stayed, though the database held
+/// the run).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn a_run_set_aside_is_stored_as_made_by_export_and_import_and_its_copy_goes() {
+    let pg = cluster();
+    let schema = fresh_schema();
+    let store = PathBuf::from(pg.store_in(&schema));
+    let dir = temp_dir();
+    suite(&store, &cases(dir.path(), 1)).expect_code(0);
+    let listed = worldline(&store, ["runs", "--json"]);
+    let id = listed.json()[0]["run_id"].as_str().unwrap().to_string();
+    // As a run the server never took leaves it: set aside, not in the
+    // database.
+    let folder = store_folder(&store);
+    let aside = folder.join("unstored").join(format!("{id}.jsonl"));
+    std::fs::create_dir_all(aside.parent().unwrap()).unwrap();
+    std::fs::rename(common::bundle_in(&folder, &id), &aside).unwrap();
+    pg.psql(&format!("DELETE FROM {schema}.runs WHERE id = '{id}'"));
+    let file = dir.path().join("run.json");
+    worldline(&store, ["export", s(&aside), "-o", s(&file)]).expect_code(0);
+    let imported = worldline(&store, ["import", s(&file), "--json"]);
+    imported.expect_code(0);
+    assert_eq!(imported.json()["new"], true, "{imported}");
+    assert_eq!(
+        pg.psql(&format!(
+            "SELECT count(*) FROM {schema}.runs WHERE id = '{id}'"
+        )),
+        "1"
+    );
+    let out = worldline(&store, ["runs", "--json"]);
+    out.expect_code(0);
+    assert!(!aside.exists(), "the copy set aside stays: {out}");
+    assert_eq!(out.json().as_array().unwrap().len(), 1, "{out}");
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),

@@ -245,9 +245,12 @@ impl StoreDir {
                 "; the connection ended as the run was being stored, so the database may hold it: its bundle is kept at {}, and once the server is back the next command that reads the store removes that copy if the database has the run (`worldline runs` then lists it); run it again only if it does not",
                 aside.display()
             )),
+            // Run again, a native or a model's run is another run: the one
+            // made can be stored as it is (its copy goes once it is).
             (true, false) if from_db => message.push_str(&format!(
-                "; the run was not stored (its bundle is kept at {}); run it again when the server is back",
-                aside.display()
+                "; the run was not stored (its bundle is kept at {0}); once the server is back, run it again, or store the run as it was made: `worldline export {0} -o run.json`, then `worldline import run.json --store {1}`",
+                aside.display(),
+                db.url.shown
             )),
             (true, false) => message.push_str(&format!(
                 "; the run was not stored (its bundle is kept at {})",
@@ -342,13 +345,14 @@ impl StoreDir {
             self.drop_index();
         }
         // A run set aside as not stored that the database does hold (the
-        // connection ended after the server took it): its copy goes.
-        for id in &wanted {
+        // connection ended after the server took it, or it was imported
+        // since): its copy goes.
+        for (_, id) in &fresh {
             let aside = self.root.join(UNSTORED).join(format!("{id}.jsonl"));
             if aside.is_file() && self.bundle_path(id).is_file() {
                 let _ = std::fs::remove_file(&aside);
                 ::log::info!(
-                    "run {id} was stored after all (the connection ended as it was being stored): its copy in {} is removed",
+                    "run {id} was stored after all (the connection ended as it was being stored, or it was imported since): its copy in {} is removed",
                     self.root.join(UNSTORED).display()
                 );
             }
