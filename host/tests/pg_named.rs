@@ -39,7 +39,9 @@ fn a_report_on_a_schema_that_holds_no_store_is_refused_and_makes_nothing() {
         assert!(
             m.contains(&format!("no worldline store in schema `{schema}`"))
                 && m.contains("check `schema=` in --store")
-                && m.contains("the first `run`, `test` or `fuzz` makes a store"),
+                && m.contains(
+                    "the first `run`, `test` or `fuzz` makes a store, and so does `worldline migrate`"
+                ),
             "{args:?}: {out}"
         );
         assert!(!out.stdout.contains(PASSWORD), "{out}");

@@ -278,7 +278,7 @@ impl Database {
                     && !holds_store(&mut client, &url.schema).map_err(|e| fail(said(&e)))?
                 {
                     return Err(fail(format!(
-                        "no store is there: the database has no worldline store in schema `{}`; check `schema=` in {} (the first `run`, `test` or `fuzz` makes a store)",
+                        "no store is there: the database has no worldline store in schema `{}`; check `schema=` in {} (the first `run`, `test` or `fuzz` makes a store, and so does `worldline migrate`)",
                         url.schema, how.given_in
                     )));
                 }
