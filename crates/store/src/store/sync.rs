@@ -248,9 +248,8 @@ impl StoreDir {
             // Run again, a native or a model's run is another run: the one
             // made can be stored as it is (its copy goes once it is).
             (true, false) if from_db => message.push_str(&format!(
-                "; the run was not stored (its bundle is kept at {0}); once the server is back, run it again, or store the run as it was made: `worldline export {0} -o run.json`, then `worldline import run.json --store {1}`",
-                aside.display(),
-                db.url.shown
+                "; the run was not stored (its bundle is kept at {0}); once the server is back, run it again, or store the run as it was made: `worldline export {0} -o run.json`, then `worldline import run.json` into this store",
+                aside.display()
             )),
             (true, false) => message.push_str(&format!(
                 "; the run was not stored (its bundle is kept at {})",
