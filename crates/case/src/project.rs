@@ -359,16 +359,7 @@ impl Project {
     /// reads it: its credentials end at the first `@`).
     pub fn store_password(&self) -> Option<InputError> {
         let address = self.store.as_ref()?.to_str()?;
-        let rest = (address.strip_prefix("postgres://"))
-            .or_else(|| address.strip_prefix("postgresql://"))?;
-        let in_credentials = rest
-            .split_once('@')
-            .and_then(|(userinfo, _)| userinfo.split_once(':'))
-            .is_some_and(|(_, password)| !password.is_empty());
-        let in_query = rest
-            .split_once('?')
-            .is_some_and(|(_, query)| query.split('&').any(|pair| pair.starts_with("password=")));
-        (in_credentials || in_query).then(|| InputError {
+        holds_password(address).then(|| InputError {
             line: self.paths_at.get("store").copied(),
             ..InputError::new(
                 &self.file,
@@ -455,9 +446,44 @@ fn key_start(text: &str, value: usize) -> usize {
     line + text[line..].len() - text[line..].trim_start().len()
 }
 
+/// Whether `address` is a database's (`postgres://`, `postgresql://`)
+/// that holds a password: in its credentials (`USER:PASSWORD@`, read as
+/// the client reads them: they end at the first `@`) or its query
+/// (`?password=…`). Such an address is never written in a project file,
+/// which is kept with the project: `init --store` refuses it, and `check`
+/// reports a `store` holding one.
+pub fn holds_password(address: &str) -> bool {
+    let Some(rest) =
+        (address.strip_prefix("postgres://")).or_else(|| address.strip_prefix("postgresql://"))
+    else {
+        return false;
+    };
+    let in_credentials = rest
+        .split_once('@')
+        .and_then(|(userinfo, _)| userinfo.split_once(':'))
+        .is_some_and(|(_, password)| !password.is_empty());
+    let in_query = rest
+        .split_once('?')
+        .is_some_and(|(_, query)| query.split('&').any(|pair| pair.starts_with("password=")));
+    in_credentials || in_query
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One rule for `init --store` and `check`: a password in the
+    /// credentials or the query, an empty one in the credentials none.
+    #[test]
+    fn an_address_holds_a_password_in_its_credentials_or_its_query() {
+        assert!(holds_password("postgres://u:pw@h/db"));
+        assert!(holds_password(
+            "postgresql://u@h/db?sslmode=require&password=pw"
+        ));
+        assert!(!holds_password("postgres://u@h/db?sslmode=require"));
+        assert!(!holds_password("postgres://u:@h/db"));
+        assert!(!holds_password(".worldline"));
+    }
 
     /// A `[model]` or `[user_model]` `recording` is a path of the
     /// project file's, not of each case's folder (a case in `cases/` read

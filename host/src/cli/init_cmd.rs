@@ -141,11 +141,9 @@ fn with_store(files: &mut [(PathBuf, String, bool)], dir: &Path, store: &Path) -
     worldline_store::store::check_address(store)?;
     let text = store.to_string_lossy();
     // The file is the project's, kept in version control and read by all:
-    // a database's password belongs in PGPASSWORD (never printed).
-    let password = worldline_pgstore::url::parse(&text)
-        .ok()
-        .and_then(|url| worldline_pgstore::url::password(&url));
-    if worldline_pgstore::url::is_postgres(&text) && password.is_some_and(|p| !p.is_empty()) {
+    // a database's password belongs in PGPASSWORD (never printed). The
+    // rule `check` reports a project file's `store` by.
+    if worldline_case::project::holds_password(&text) {
         return Err(InputError::new(
             "--store",
             "the address holds a password, which `init` would write in worldline.toml in plain text: drop it from the address (postgres://USER@HOST/DB) and set PGPASSWORD",
