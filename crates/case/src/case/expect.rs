@@ -533,7 +533,10 @@ impl Expect {
         }
         super::gold::check(&self.gold, &self.gold_ignore, world).map_err(whole)?;
         if let Some(c) = &self.conversation {
-            c.check(world).map_err(|m| (Table::Conversation, m))?;
+            c.check(world).map_err(|(said, m)| match said {
+                Some(i) => (Table::Said(i), m),
+                None => (Table::Conversation, m),
+            })?;
         }
         for u in &self.unchanged {
             let table = u.split('/').next().unwrap_or("");
@@ -927,6 +930,9 @@ pub enum Table {
     AnyOf(usize),
     Attack,
     Conversation,
+    /// `[[expect.conversation.said]]` number (from 0): its `regex` when
+    /// it has one (what its problems are about), else the check.
+    Said(usize),
 }
 
 impl Table {
@@ -944,6 +950,13 @@ impl Table {
             Table::AnyOf(i) => expect.any_of.get(i).map(|g| g.span().start),
             Table::Attack => expect.attack.map(|a| a.span().start),
             Table::Conversation => expect.conversation.map(|c| c.span().start),
+            Table::Said(i) => {
+                let said = expect.conversation?.into_inner().said.into_iter().nth(i)?;
+                Some(match &said.get_ref().regex {
+                    Some(r) => r.span().start,
+                    None => said.span().start,
+                })
+            }
         }
     }
 }
@@ -1036,7 +1049,19 @@ mod places {
         #[serde(default)]
         pub(super) judge_model: Option<Spanned<IgnoredAny>>,
         #[serde(default)]
-        pub(super) conversation: Option<Spanned<IgnoredAny>>,
+        pub(super) conversation: Option<Spanned<Conversation>>,
+    }
+
+    /// `[expect.conversation]`'s `said` checks, where they are.
+    #[derive(Deserialize)]
+    pub(super) struct Conversation {
+        #[serde(default)]
+        pub(super) said: Vec<Spanned<Said>>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Said {
+        pub(super) regex: Option<Spanned<IgnoredAny>>,
     }
 
     /// `[expect.output]`'s lists, where they are.
@@ -1176,6 +1201,17 @@ fn check_path(what: &str, path: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `said` check's problem is placed at its `regex`, or at the check's
+    /// header when it has none (both were placed at `[expect.conversation]`).
+    #[test]
+    fn a_said_checks_problem_is_placed_at_its_regex() {
+        let text = "[expect]\n[[expect.conversation.said]]\ncontains = \"x\"\n\n[[expect.conversation.said]]\nlast = true\nregex = \"(a\"\n";
+        let regex = text.find("\"(a").unwrap();
+        assert_eq!(Table::Said(1).offset_in(text), Some(regex));
+        assert_eq!(Table::Said(0).offset_in(text), text.find("[[expect.conv"));
+        assert_eq!(Table::Said(2).offset_in(text), None);
+    }
 
     /// `all_of`'s entries: a text, or a list of alternatives (not empty).
     #[test]

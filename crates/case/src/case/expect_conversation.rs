@@ -36,18 +36,23 @@ pub struct SaidCheck {
 }
 
 impl ConversationCheck {
-    pub fn check(&self, world: &World) -> Result<(), String> {
+    /// What is wrong with the check, with the number (from 0) of the
+    /// `said` check it is in, if it is in one.
+    pub fn check(&self, world: &World) -> Result<(), (Option<usize>, String)> {
         for t in &self.approval_before {
             if !world::names_a_tool(t, &world.tools) {
-                return Err(format!(
-                    "conversation.approval_before: `{t}` names no tool of {}",
-                    world.reference()
+                return Err((
+                    None,
+                    format!(
+                        "conversation.approval_before: `{t}` names no tool of {}",
+                        world.reference()
+                    ),
                 ));
             }
         }
         for (i, s) in self.said.iter().enumerate() {
             s.check()
-                .map_err(|m| format!("conversation.said #{}: {m}", i + 1))?;
+                .map_err(|m| (Some(i), format!("conversation.said #{}: {m}", i + 1)))?;
         }
         Ok(())
     }
