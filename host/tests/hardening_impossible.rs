@@ -131,7 +131,7 @@ fn a_stale_field_on_a_tool_that_answers_no_rows_is_refused() {
     fuzz_refused(
         dir.path(),
         "[[tools]]\ntool = \"close_ticket\"\nstale = { p = 0.5, age_s = [1, 60], field = \"at\" }\n",
-        "faults.toml:1:1: faults file: `close_ticket`: stale.field = \"at\"",
+        "faults.toml:3:1: faults file: `close_ticket`: stale.field = \"at\"",
     );
     // A case given as the faults file is said to be one (it was "unknown
     // field `clock`").
@@ -203,7 +203,7 @@ fn a_duration_past_ten_years_is_refused() {
     fuzz_refused(
         dir.path(),
         "[[tools]]\ntool = \"get_ticket\"\nlatency_ms = { p = 0.5, ms = [1, 9223372036854775807] }\n",
-        "faults.toml:1:1: faults file: `get_ticket`: the high end of latency_ms.ms = 9223372036854775807 is longer than ten years",
+        "faults.toml:3:1: faults file: `get_ticket`: the high end of latency_ms.ms = 9223372036854775807 is longer than ten years",
     );
     // A model latency set on the command line is checked as the case's.
     let case = write_case(dir.path(), "model", &demo_case(1));

@@ -1114,8 +1114,9 @@ fn check_lists_each_rule_s_problem_and_an_overlay_hides_none() {
     );
 }
 
-/// A fault profile's every problem is listed at its entry, in a faults
-/// file and in a case's `[fuzz]` table (`check` stopped at the first).
+/// A fault profile's every problem is listed at its entry's key, in a
+/// faults file and in a case's `[fuzz]` table (`check` stopped at the
+/// first, and placed each at its entry's header).
 #[test]
 fn check_lists_each_fault_entry_s_problem() {
     let dir = temp_dir();
@@ -1130,8 +1131,8 @@ fn check_lists_each_fault_entry_s_problem() {
         &faults,
         &[
             "faults.toml:1:16: faults file clock_skew_s = [5, 1]: the low end is above the high end",
-            "faults.toml:3:1: faults file: `get_ticket`: deny = 2 is not a probability",
-            "faults.toml:7:1: faults file: `list_deploys`: error.explode",
+            "faults.toml:5:1: faults file: `get_ticket`: deny = 2 is not a probability",
+            "faults.toml:9:1: faults file: `list_deploys`: error.explode",
             "3 problem(s) in 1 file(s)",
         ],
     );
@@ -1145,8 +1146,8 @@ fn check_lists_each_fault_entry_s_problem() {
     refused_by_check(
         &case,
         &[
-            "fuzzed.toml:6:1: [fuzz]: tool `nosuch` names no tool of demo@v1",
-            "fuzzed.toml:10:1: [fuzz]: `get_ticket`: empty = -1 is not a probability",
+            "fuzzed.toml:7:1: [fuzz]: tool `nosuch` names no tool of demo@v1",
+            "fuzzed.toml:12:1: [fuzz]: `get_ticket`: empty = -1 is not a probability",
             "2 problem(s) in 1 file(s)",
         ],
     );

@@ -94,3 +94,43 @@ fn section_at(text: &str, offset: usize) -> Option<(String, Vec<std::ops::Range<
         })
     })
 }
+
+/// Where the key `key` of the table whose header starts at `header` in
+/// `text` begins: the first line of the table (up to the next header)
+/// that starts with it (`key = …` or a dotted `key.part = …`), so a
+/// problem of one key is placed at its own line. `None` when no line does
+/// (a table written inline).
+pub(crate) fn key_in(text: &str, header: usize, key: &str) -> Option<usize> {
+    let mut lines = text.get(header..)?.split_inclusive('\n');
+    let mut at = header + lines.next()?.len();
+    for line in lines {
+        let written = line.trim_start();
+        if written.starts_with('[') {
+            return None;
+        }
+        if let Some(rest) = written.strip_prefix(key)
+            && matches!(rest.trim_start().chars().next(), Some('=' | '.'))
+        {
+            return Some(at + line.len() - written.len());
+        }
+        at += line.len();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_in;
+
+    /// A key is found at its own line, dotted or not, and not in a
+    /// comment, in another key that starts with its name, past the next
+    /// header, or in a table written inline.
+    #[test]
+    fn a_key_is_found_at_its_own_line_of_its_table() {
+        let text = "[[tools]]\ntool = \"a\"\n# deny = 1\ndeny_x = 1\n  deny = 2\nstale.p = 1\n[[tools]]\nempty = 1\n";
+        assert_eq!(key_in(text, 0, "deny"), text.find("deny = 2"));
+        assert_eq!(key_in(text, 0, "stale"), text.find("stale.p"));
+        assert_eq!(key_in(text, 0, "empty"), None);
+        assert_eq!(key_in("t = [{ deny = 2 }]\n", 4, "deny"), None);
+    }
+}

@@ -212,7 +212,7 @@ fn a_stale_field_on_a_tool_that_answers_no_rows_is_refused() {
         "[[fuzz.tools]]\ntool = \"status_page\"\nstale = { p = 0.5, age_s = [1, 60], field = \"at\" }\n",
     );
     assert!(
-        e.starts_with("/cases/c.toml:4:1: [fuzz]: `status_page`: stale.field = \"at\""),
+        e.starts_with("/cases/c.toml:6:1: [fuzz]: `status_page`: stale.field = \"at\""),
         "{e}"
     );
     // A get or a query reads rows through it; a glob naming one may too.
@@ -235,7 +235,7 @@ fn a_stale_field_no_row_of_the_tool_s_table_holds_is_refused() {
         "[[fuzz.tools]]\ntool = \"list_deploys\"\nstale = { p = 0.5, age_s = [1, 60], field = \"nope\" }\n",
     );
     assert!(
-        e.starts_with("/cases/c.toml:4:1: [fuzz]: `list_deploys`: stale.field = \"nope\""),
+        e.starts_with("/cases/c.toml:6:1: [fuzz]: `list_deploys`: stale.field = \"nope\""),
         "{e}"
     );
 }
@@ -265,7 +265,7 @@ fn a_partial_fault_that_would_write_nothing_it_names_is_refused() {
         "[[fuzz.tools]]\ntool = \"add_note\"\npartial = { p = 0.5, fields = [\"nope\"] }\n",
     );
     assert!(
-        e.starts_with("/cases/c.toml:4:1: [fuzz]: `add_note`: partial.fields `nope`"),
+        e.starts_with("/cases/c.toml:6:1: [fuzz]: `add_note`: partial.fields `nope`"),
         "{e}"
     );
     // What the template, the parameters or the table's rows hold.
@@ -337,10 +337,12 @@ fn durations_past_ten_years_are_refused() {
         ),
     ] {
         let e = problem(&rest);
-        // A scripted response's problem is at the response itself.
-        let place = match said.starts_with("[model] responses") {
-            true => "/cases/c.toml:5:14:",
-            false => "/cases/c.toml:4:",
+        // A scripted response's problem is at the response itself, a
+        // fault's at its own key.
+        let place = match said {
+            s if s.starts_with("[model] responses") => "/cases/c.toml:5:14:",
+            s if s.starts_with("[fuzz]: `") => "/cases/c.toml:6:1:",
+            _ => "/cases/c.toml:4:",
         };
         assert!(e.starts_with(place), "{rest}: {e}");
         assert!(e.contains(said), "{rest}: {e}");
@@ -360,7 +362,7 @@ fn durations_past_ten_years_are_refused() {
     let e = case::fuzz::load_file(&faults, demo(), true)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("faults.toml:1:1: faults file: `get_ticket`: the high end of latency_ms.ms = 18446744073709 is longer than ten years"), "{e}");
+    assert!(e.contains("faults.toml:3:1: faults file: `get_ticket`: the high end of latency_ms.ms = 18446744073709 is longer than ten years"), "{e}");
 }
 
 /// A faults file given to `check` alone names no world, and was only
@@ -384,7 +386,7 @@ fn check_of_a_faults_file_alone_applies_every_rule_but_the_worlds() {
     for (body, said) in [
         (
             "[[tools]]\ntool = \"any\"\ndeny = 1.5\n",
-            "faults.toml:1:1: faults file: `any`: deny = 1.5 is not a probability",
+            "faults.toml:3:1: faults file: `any`: deny = 1.5 is not a probability",
         ),
         (
             "[[tools]]\ntool = \"any\"\ndeny = 0.6\nempty = 0.6\n",

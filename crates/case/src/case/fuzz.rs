@@ -410,21 +410,27 @@ pub fn check(
             if !super::recorded::new_rules_apply() {
                 return None;
             }
+            let whole = |m| (None, m);
             match world {
-                Some(world) => shadowed(t, &tools, world),
+                Some(world) => shadowed(t, &tools, world).map(whole),
                 // Without the world's tools, an entry of a name written
                 // before is taken by it whatever the world (`check` of a
                 // faults file passed it, and `fuzz` refused it).
                 None => (tools.iter().any(|e| e.tool == t.tool)).then(|| {
-                    format!(
+                    whole(format!(
                         "`{}`: an entry before it names the same tool, and the first entry whose tool matches a call applies, so it never strikes; merge the two, or drop it",
                         t.tool
-                    )
+                    ))
                 }),
             }
         });
         match problem {
-            Some(m) => problems.push(at(entry.span().start, format!("{table}: {m}"))),
+            Some((key, m)) => {
+                let start = key
+                    .and_then(|k| crate::sections::key_in(source, entry.span().start, k))
+                    .unwrap_or(entry.span().start);
+                problems.push(at(start, format!("{table}: {m}")))
+            }
             None => tools.push(t.clone()),
         }
     }
@@ -502,60 +508,71 @@ fn shadowed(t: &ToolFaults, earlier: &[ToolFaults], world: &World) -> Option<Str
     ))
 }
 
-fn check_tool(t: &ToolFaults, world: Option<&World>) -> Result<(), String> {
+/// What is wrong with the entry `t`, with the key of the entry it is
+/// about (`None` for the entry as a whole).
+fn check_tool(t: &ToolFaults, world: Option<&World>) -> Result<(), (Option<&'static str>, String)> {
+    let whole = |m: String| (None, m);
     let name = &t.tool;
     if name.is_empty() {
-        return Err("`tool` is empty: name a tool of the world, or a glob (`list_*`, `*`)".into());
+        return Err((
+            Some("tool"),
+            "`tool` is empty: name a tool of the world, or a glob (`list_*`, `*`)".into(),
+        ));
     }
     if let Some(world) = world
         && !world::names_a_tool(name, &world.tools)
     {
-        return Err(format!(
-            "tool `{name}` names no tool of {}",
-            world.reference()
+        return Err((
+            Some("tool"),
+            format!("tool `{name}` names no tool of {}", world.reference()),
         ));
     }
-    let prob = |what: &str, p: f64| {
+    let prob = |key: &'static str, what: &str, p: f64| {
         if (0.0..=1.0).contains(&p) {
             Ok(p)
         } else {
-            Err(format!(
-                "`{name}`: {what} = {p} is not a probability; give a number from 0 to 1"
+            Err((
+                Some(key),
+                format!("`{name}`: {what} = {p} is not a probability; give a number from 0 to 1"),
             ))
         }
     };
-    let range = |what: &str, r: &Range| {
+    let range = |key: &'static str, what: &str, r: &Range| {
         if r.lo < 0 || r.lo > r.hi {
-            Err(format!(
-                "`{name}`: {what} = [{}, {}] must be a range from a low end of 0 or more to a high end at least as large",
-                r.lo, r.hi
+            Err((
+                Some(key),
+                format!(
+                    "`{name}`: {what} = [{}, {}] must be a range from a low end of 0 or more to a high end at least as large",
+                    r.lo, r.hi
+                ),
             ))
         } else {
             Ok(())
         }
     };
-    let mut total = prob("deny", t.deny)? + prob("empty", t.empty)?;
+    let of = |key: &'static str| move |m: String| (Some(key), format!("`{name}`: {m}"));
+    let mut total = prob("deny", "deny", t.deny)? + prob("empty", "empty", t.empty)?;
     for (kind, p) in &t.error {
         kind.parse::<ErrorKind>()
-            .map_err(|why| format!("`{name}`: error.{kind} {why}"))?;
-        total += prob(&format!("error.{kind}"), *p)?;
+            .map_err(|why| of("error")(format!("error.{kind} {why}")))?;
+        total += prob("error", &format!("error.{kind}"), *p)?;
     }
     if let Some(s) = &t.stale {
-        total += prob("stale.p", s.p)?;
-        range("stale.age_s", &s.age_s)?;
+        total += prob("stale", "stale.p", s.p)?;
+        range("stale", "stale.age_s", &s.age_s)?;
         super::recorded::check_s("the high end of stale.age_s", s.age_s.hi as u64)
-            .map_err(|m| format!("`{name}`: {m}"))?;
+            .map_err(of("stale"))?;
         if let Some(field) = &s.field
             && let Some(world) = world
             && super::recorded::new_rules_apply()
             && let Some(m) =
                 super::inject::stale_field_problem(name, field, &world.tools, &world.initial)
         {
-            return Err(format!("`{name}`: {m}"));
+            return Err(of("stale")(m));
         }
     }
     if let Some(p) = &t.partial {
-        total += prob("partial.p", p.p)?;
+        total += prob("partial", "partial.p", p.p)?;
         // Without a world (`check` of a faults file alone), what no world
         // makes right (an empty `fields`) is told all the same.
         let none = world::state::State::default();
@@ -563,40 +580,40 @@ fn check_tool(t: &ToolFaults, world: Option<&World>) -> Result<(), String> {
         if super::recorded::new_rules_apply()
             && let Some(m) = super::inject::partial_problem(name, &p.fields, tools, initial)
         {
-            return Err(format!("`{name}`: {m}"));
+            return Err(of("partial")(m));
         }
         if let Some(e) = &p.error {
             e.parse::<ErrorKind>()
-                .map_err(|why| format!("`{name}`: partial.error = \"{e}\" {why}"))?;
+                .map_err(|why| of("partial")(format!("partial.error = \"{e}\" {why}")))?;
         }
     }
     if let Some(i) = &t.injection {
-        total += prob("injection.p", i.p)?;
+        total += prob("injection", "injection.p", i.p)?;
         if let Some(world) = world {
             world::injection::check_target(
                 i.vector.as_deref(),
                 &world.injection_vectors,
                 &world.reference(),
             )
-            .map_err(|m| format!("`{name}`: {m}"))?;
+            .map_err(of("injection"))?;
         }
     }
     let mut latency = 0.0;
     if let Some(l) = &t.latency_ms {
-        latency = prob("latency_ms.p", l.p)?;
-        range("latency_ms.ms", &l.ms)?;
+        latency = prob("latency_ms", "latency_ms.p", l.p)?;
+        range("latency_ms", "latency_ms.ms", &l.ms)?;
         super::recorded::check_ms("the high end of latency_ms.ms", l.ms.hi as u64)
-            .map_err(|m| format!("`{name}`: {m}"))?;
+            .map_err(of("latency_ms"))?;
     }
     if total > 1.0 + 1e-9 {
-        return Err(format!(
+        return Err(whole(format!(
             "`{name}`: deny, stale, error, empty, partial and injection add up to {total}; at most one of them strikes a call, so they must add up to 1 or less"
-        ));
+        )));
     }
     if total == 0.0 && latency == 0.0 {
-        return Err(format!(
+        return Err(whole(format!(
             "`{name}` has no fault with a probability above 0; give one of deny, stale, error, empty, partial, injection, latency_ms"
-        ));
+        )));
     }
     Ok(())
 }
@@ -647,11 +664,11 @@ mod tests {
             ),
             (
                 "[[tools]]\ntool = \"a\"\npartial = { p = 0.5, fields = [], error = \"timeout\" }\n",
-                "1:1: faults file: `a`: partial.fields is empty",
+                "3:1: faults file: `a`: partial.fields is empty",
             ),
             (
                 "[[tools]]\ntool = \"\"\ndeny = 0.5\n",
-                "1:1: faults file: `tool` is empty",
+                "2:1: faults file: `tool` is empty",
             ),
         ] {
             let doc: ProfileToml = toml::from_str(text).unwrap();
