@@ -652,3 +652,62 @@ fn diff_says_when_the_outputs_differ() {
     let same = run("yes2", "refund: yes");
     worldline(&store, ["diff", yes.as_str(), same.as_str()]).expect_code(0);
 }
+
+/// A stdout that cannot be written (`> /dev/full`) ends a command with
+/// an error (exit 4) that blames the output: `--json` commands panicked
+/// (exit 134, a backtrace) printing their error document to that stdout,
+/// `runs` blamed the run index and said to rebuild it; and `--json` after
+/// `--` is the native agent's, not worldline's (its usage error came as
+/// JSON on stdout).
+#[test]
+fn a_stdout_that_fails_ends_the_command_with_an_error_not_a_panic() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = suite(&dir.path().join("cases"), 1);
+    let agent = guest("caller-agent");
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let to_full = |args: &[&str]| {
+        let out = common::cli()
+            .args(args)
+            .args(["--store", s(&store)])
+            .stdout(full())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("No space left on device"),
+            "{args:?}: {stderr}"
+        );
+        stderr
+    };
+    let worlds = worlds_dir();
+    let suite = [
+        "test",
+        s(&cases),
+        "--agent",
+        s(&agent),
+        "--worlds",
+        s(&worlds),
+    ];
+    to_full(&[&suite[..], &["--json"]].concat());
+    worldline(&store, suite).expect_code(0);
+    for args in [
+        &["runs", "--json"][..],
+        &["verify", "--json"],
+        &["retention"],
+    ] {
+        to_full(args);
+    }
+    let runs = to_full(&["runs"]);
+    assert!(!runs.contains("index"), "{runs}");
+    let usage = worldline(&store, ["test", "--jbos", "2", "--", "echo", "--json"]);
+    usage.expect_code(2);
+    assert_eq!(usage.stdout, "", "{usage}");
+}

@@ -44,19 +44,19 @@ pub fn exec(args: AuditArgs) -> Result<ExitCode> {
         return Ok(ExitCode::Ok);
     }
     if reads.is_empty() {
-        println!("no unredacted reads in {}", store.name());
+        out!("no unredacted reads in {}", store.name())?;
     }
     for r in &reads {
         let who = match &r.token {
             Some(t) => format!("{} (token {t})", r.db_user),
             None => r.db_user.clone(),
         };
-        println!(
+        out!(
             "{}  {who}  {}  {}",
             r.at,
             r.run_id.as_deref().unwrap_or("-"),
             r.command
-        );
+        )?;
     }
     Ok(ExitCode::Ok)
 }

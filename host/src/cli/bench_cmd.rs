@@ -176,7 +176,7 @@ fn list(args: ListArgs) -> Result<ExitCode> {
         let package = KNOWN.iter().map(|k| k.package.len()).max().unwrap_or(0);
         for k in KNOWN {
             let can = if k.importable { "yes" } else { "no " };
-            println!("{:name$} {can}  {:package$} {}", k.name, k.package, k.note);
+            out!("{:name$} {can}  {:package$} {}", k.name, k.package, k.note)?;
         }
     }
     Ok(ExitCode::Ok)
@@ -315,14 +315,14 @@ fn imported(
             "build": build,
         }))?;
     } else {
-        println!(
+        out!(
             "imported {} ({}): {} tasks into {}",
             known.name,
             known.package,
             converted.tasks,
             args.output.display()
-        );
-        println!("next: build the world's service:\n  {build}");
+        )?;
+        out!("next: build the world's service:\n  {build}")?;
     }
     Ok(ExitCode::Ok)
 }

@@ -54,9 +54,9 @@ pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
             "componentize_js": built.componentize_js,
             "esbuild": built.esbuild,
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        out!("{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
-        println!(
+        out!(
             "built {} ({:.1} MB, sha256 {}) with ComponentizeJS {}, esbuild {}, Node {}",
             built.output.display(),
             built.bytes as f64 / 1e6,
@@ -64,7 +64,7 @@ pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
             built.componentize_js,
             built.esbuild,
             built.node
-        );
+        )?;
     }
     Ok(ExitCode::Ok)
 }

@@ -74,19 +74,19 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
             "componentize_py": built.componentize_py,
             "reused": built.reused,
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        out!("{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
         let how = match built.reused {
             true => ": the bytes of an earlier build of the same sources",
             false => "",
         };
-        println!(
+        out!(
             "built {} ({:.1} MB, sha256 {}){how} with componentize-py {}",
             built.output.display(),
             built.bytes as f64 / 1e6,
             &built.sha256[..16],
             built.componentize_py
-        );
+        )?;
     }
     Ok(ExitCode::Ok)
 }

@@ -123,7 +123,7 @@ fn exec_from_run(args: FromRunArgs) -> Result<ExitCode> {
         );
     }
     if args.common.json {
-        println!("{}", serde_json::to_value(&made)?);
+        out!("{}", serde_json::to_value(&made)?)?;
         return Ok(ExitCode::Ok);
     }
     case_report::write_from_run(&mut super::human_out(), &made)?;
@@ -134,7 +134,7 @@ fn exec_from_trace(args: FromTraceArgs) -> Result<ExitCode> {
     if args.list {
         let runs = from_trace::list(&args.trace, args.trace_id.as_deref())?;
         if args.common.json {
-            println!("{}", serde_json::to_value(&runs)?);
+            out!("{}", serde_json::to_value(&runs)?)?;
         } else {
             case_report::write_trace_runs(&mut super::human_out(), &runs)?;
         }
@@ -145,7 +145,7 @@ fn exec_from_trace(args: FromTraceArgs) -> Result<ExitCode> {
     };
     let made = from_trace::from_trace(&args.trace, out, args.trace_id.as_deref())?;
     if args.common.json {
-        println!("{}", serde_json::to_value(&made)?);
+        out!("{}", serde_json::to_value(&made)?)?;
     } else {
         case_report::write_from_trace(&mut super::human_out(), &made)?;
     }

@@ -157,14 +157,14 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
     // A viewer's export is a redacted copy with or without --redacted.
     let (id, redacted) = export::export(&store, run, &args.output, redactor.as_mut())?;
     if args.common.json {
-        println!(
+        out!(
             "{}",
             json!({"run_id": id, "file": args.output.display().to_string(), "redacted": redacted})
-        );
+        )?;
     } else if redacted {
-        println!("exported a redacted copy {id} to {}", args.output.display());
+        out!("exported a redacted copy {id} to {}", args.output.display())?;
     } else {
-        println!("exported {id} to {}", args.output.display());
+        out!("exported {id} to {}", args.output.display())?;
     }
     Ok(ExitCode::Ok)
 }
@@ -314,7 +314,7 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
     };
     match to_stdout {
         true => eprintln!("{said}"),
-        false => println!("{said}"),
+        false => out!("{said}")?,
     }
     Ok(ExitCode::Ok)
 }
@@ -391,14 +391,14 @@ pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
             })
         };
         match (args.from.as_slice(), imported.as_slice()) {
-            ([file], [i]) if !is_store(file) => println!("{}", one(i)),
-            _ => println!(
+            ([file], [i]) if !is_store(file) => out!("{}", one(i))?,
+            _ => out!(
                 "{}",
                 json!({
                     "imported": imported.iter().map(one).collect::<Vec<_>>(),
                     "skipped": skipped,
                 })
-            ),
+            )?,
         }
     } else {
         let name = store.name();

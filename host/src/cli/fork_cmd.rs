@@ -116,7 +116,7 @@ pub fn exec(args: ForkCommand) -> Result<ExitCode> {
             rules: rec.rules,
         })?;
     } else {
-        println!("fork of {} at event {}", rec.id, args.at);
+        out!("fork of {} at event {}", rec.id, args.at)?;
         worldline_report::run::write(&mut super::human_out(), outcome)?;
     }
     let code = crate::cli::exit::exit_code(outcome.footer.status, outcome.grade.as_ref());

@@ -85,9 +85,9 @@ pub fn exec_pin(args: PinArgs) -> Result<ExitCode> {
     let id = run_id_of(&store.resolve_run_id(by_id("pin", &args.run)?)?);
     pins::pin(&store, &id, args.note.as_deref())?;
     if args.common.json {
-        println!("{}", json!({"run_id": id, "pinned": true}));
+        out!("{}", json!({"run_id": id, "pinned": true}))?;
     } else {
-        println!("pinned {id}");
+        out!("pinned {id}")?;
     }
     Ok(ExitCode::Ok)
 }
@@ -120,11 +120,11 @@ pub fn exec_unpin(args: UnpinArgs) -> Result<ExitCode> {
     };
     let was = pins::unpin(&store, &id)?;
     if args.common.json {
-        println!("{}", json!({"run_id": id, "was_pinned": was}));
+        out!("{}", json!({"run_id": id, "was_pinned": was}))?;
     } else if was {
-        println!("unpinned {id}");
+        out!("unpinned {id}")?;
     } else {
-        println!("{id} was not pinned");
+        out!("{id} was not pinned")?;
     }
     Ok(ExitCode::Ok)
 }

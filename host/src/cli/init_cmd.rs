@@ -228,18 +228,16 @@ pub fn exec(args: InitArgs) -> Result<ExitCode> {
             "agent": lang.agent_wasm(),
         }))?;
     } else {
-        println!("created a {} project in {}:", lang.name(), dir.display());
+        out!("created a {} project in {}:", lang.name(), dir.display())?;
         for f in &written {
-            println!("  {f}");
+            out!("  {f}")?;
         }
         // Quoted for a POSIX shell when it needs it, as `bench import`
         // quotes its command: `cd my proj` was two words, `cd it's` an
         // open quote.
         let shown = dir.to_string_lossy();
         let dir = shlex::try_quote(&shown).unwrap_or(shown.clone());
-        println!(
-            "next: cd {dir} && worldline check && ./build.sh && worldline test (see README.md)"
-        );
+        out!("next: cd {dir} && worldline check && ./build.sh && worldline test (see README.md)")?;
     }
     Ok(ExitCode::Ok)
 }

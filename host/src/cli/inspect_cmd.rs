@@ -226,7 +226,7 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
         doc["never_delivered"] = json!({"agent_went_on_ns": at});
     }
     if args.common.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        out!("{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
         report::write_event(
             &mut super::human_out(),

@@ -111,7 +111,7 @@ pub fn exec(args: McpArgs) -> Result<ExitCode> {
         transport,
         |addr| {
             if json {
-                println!(
+                let _ = out!(
                     "{}",
                     serde_json::json!({"addr": addr.to_string(), "url": format!("http://{addr}/mcp")})
                 );

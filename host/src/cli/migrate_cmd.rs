@@ -35,14 +35,14 @@ pub fn exec(args: MigrateArgs) -> Result<ExitCode> {
         _ => 0,
     };
     if args.common.json {
-        println!(
+        out!(
             "{}",
             serde_json::json!({"store": store.name(), "schema_version": version, "copies_made": copies})
-        );
+        )?;
     } else {
-        println!("{} is at schema version {version}", store.name());
+        out!("{} is at schema version {version}", store.name())?;
         if copies > 0 {
-            println!("made the redacted copies of {copies} runs stored before copies were kept");
+            out!("made the redacted copies of {copies} runs stored before copies were kept")?;
         }
     }
     Ok(ExitCode::Ok)

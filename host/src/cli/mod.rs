@@ -2,6 +2,17 @@
 //! (0 success/pass, 1 graded failure or divergence, 2 usage or input error,
 //! 3 agent fault, 4 internal error).
 
+/// `println!` that returns the write's error instead of panicking: a
+/// command's output to a stdout that fails (a full disk, `> /dev/full`)
+/// ends it with an error (exit 4), where `println!` aborted the process
+/// with a panic and a backtrace.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*)
+    }};
+}
+
 mod agent_choice;
 mod audit_cmd;
 mod bench_cmd;
@@ -680,7 +691,7 @@ fn parse(json: bool) -> Result<Cli, ExitCode> {
             let err = anyhow::Error::from(e);
             eprintln!("error: {err:#}");
             if json {
-                println!("{}", error_json(ExitCode::Input, &err));
+                let _ = out!("{}", error_json(ExitCode::Input, &err));
             }
             return Err(ExitCode::Input);
         }
@@ -733,7 +744,7 @@ fn parse(json: bool) -> Result<Cli, ExitCode> {
                     }
                     None => anyhow::anyhow!("{said}"),
                 };
-                println!("{}", error_json(code, &err));
+                let _ = out!("{}", error_json(code, &err));
             }
             let _ = e.print();
             Err(code)
@@ -835,8 +846,11 @@ pub fn main() -> i32 {
     // Known before parsing, so that even a usage error answers in JSON.
     // `--json=true`, which clap refuses, asks for it too (its error was
     // the one not in JSON).
-    let json =
-        std::env::args_os().any(|a| a == "--json" || a.to_string_lossy().starts_with("--json="));
+    // Not past `--`: what follows is a native agent's own command line
+    // (`--exec -- agent --json` answered worldline's errors in JSON).
+    let json = std::env::args_os()
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json" || a.to_string_lossy().starts_with("--json="));
     let cli = match parse(json) {
         Ok(cli) => cli,
         Err(code) => return code as i32,
@@ -851,7 +865,7 @@ pub fn main() -> i32 {
             print_error(&err);
             let code = exit_code_of(&err);
             if json {
-                println!("{}", error_json(code, &err));
+                let _ = out!("{}", error_json(code, &err));
             }
             code
         }

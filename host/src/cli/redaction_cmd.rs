@@ -33,10 +33,10 @@ pub fn exec(args: RedactionArgs) -> Result<ExitCode> {
                 "store": store.name(), "policy": shared.policy, "policy_sha256": shared.policy_sha256,
             }))?;
         } else if shared.policy.trim().is_empty() {
-            println!(
+            out!(
                 "{}: the default policy (every built-in detector, no paths)",
                 store.name()
-            );
+            )?;
         } else {
             print!("{}", shared.policy);
         }
@@ -50,11 +50,11 @@ pub fn exec(args: RedactionArgs) -> Result<ExitCode> {
             "store": store.name(), "policy_sha256": worldline_case::canon::sha256_hex(&text), "copies_made": made,
         }))?;
     } else {
-        println!(
+        out!(
             "{}: policy set from {}; {made} redacted copies made again",
             store.name(),
             file.display()
-        );
+        )?;
     }
     Ok(ExitCode::Ok)
 }

@@ -122,7 +122,7 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
         redacted(&store, &mut r, &mut redactor);
     }
     if args.common.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        out!("{}", serde_json::to_string_pretty(&r)?)?;
     } else {
         verify_report::write_replay(&mut super::human_out(), &r)?;
     }

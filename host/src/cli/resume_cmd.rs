@@ -104,16 +104,16 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
             0 => "no event followed from its recording".to_string(),
             n => format!("events 0 to {} followed from its recording", n - 1),
         };
-        println!(
+        out!(
             "resumed {} at event {at} ({followed}, live from {at})",
             rec.id
-        );
+        )?;
         if let Some(i) = in_flight {
             let what = i
                 .tool
                 .as_ref()
                 .map_or(i.call.clone(), |t| format!("tool `{t}`"));
-            println!("killed inside {what} at event {at}: made again");
+            out!("killed inside {what} at event {at}: made again")?;
         }
         worldline_report::run::write(&mut super::human_out(), &outcome)?;
     }

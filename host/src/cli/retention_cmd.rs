@@ -41,11 +41,11 @@ pub fn exec(args: RetentionArgs) -> Result<ExitCode> {
             "store": store.name(), "set_from": file.display().to_string(), "policy": policy,
         }))?;
     } else {
-        println!(
+        out!(
             "{}: retention policy set from {}",
             store.name(),
             file.display()
-        );
+        )?;
     }
     Ok(ExitCode::Ok)
 }
@@ -63,7 +63,7 @@ fn show(store: &StoreDir, json: bool) -> Result<ExitCode> {
             "store": store.name(), "from": from, "policy": policy, "text": text,
         }))?;
     } else {
-        println!("# the retention policy of {} (from {from})", store.name());
+        out!("# the retention policy of {} (from {from})", store.name())?;
         print!("{}", toml::to_string(&policy)?);
     }
     Ok(ExitCode::Ok)

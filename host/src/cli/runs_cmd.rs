@@ -217,6 +217,8 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
     };
     let redactor = RefCell::new(redactor);
     let learnt = RefCell::new(BTreeSet::new());
+    // The listing's own write failed (a full stdout), not the index.
+    let unwritten = std::cell::Cell::new(false);
     let (_, sync) = Index::read(&store, |index| {
         let mut lister = lister.borrow_mut();
         lister.pending.clear();
@@ -231,11 +233,12 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
                 row.case = r.repeated(std::mem::take(&mut row.case));
             }
             if keep(&row) {
-                lister.take(row)?;
+                lister.take(row).inspect_err(|_| unwritten.set(true))?;
             }
             Ok(true)
         });
         match read {
+            Err(e) if unwritten.get() => Err(e.context("writing the list of runs")),
             // Rows are out: listing them again after a rebuild would repeat them.
             Err(e) if lister.listing.written() > 0 => Err(anyhow::anyhow!(
                 "the run index failed after {} runs were listed ({e:#}); run `worldline index --rebuild` and list again",

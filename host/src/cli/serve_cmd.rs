@@ -146,13 +146,14 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
         }),
     };
     openenv::serve(served, args.addr, |addr| {
+        // Where it listens, said; a stdout that fails does not stop it.
         if json {
-            println!(
+            let _ = out!(
                 "{}",
                 serde_json::json!({"addr": addr.to_string(), "ws": format!("ws://{addr}/ws"), "cases": names})
             );
         } else {
-            println!(
+            let _ = out!(
                 "worldline serve: {} at ws://{addr}/ws (OpenEnv; Ctrl-C ends it)",
                 names.join(", ")
             );

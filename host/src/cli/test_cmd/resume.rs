@@ -48,7 +48,7 @@ pub fn exec(store: &StoreDir, entries: &[Entry], json: bool) -> Result<ExitCode>
     ops::resume::resume_suite(&sandbox, store, entries, &mut |i, resumed| {
         let entry = shown(i, resumed, &mut code);
         if !json {
-            print_line(&entry);
+            print_line(&entry)?;
         }
         done.push(entry);
         Ok(())
@@ -57,10 +57,10 @@ pub fn exec(store: &StoreDir, entries: &[Entry], json: bool) -> Result<ExitCode>
         crate::cli::print_json(&serde_json::json!({ "resumed": done }))?;
     } else {
         let resumed = done.iter().filter(|d| d.run_id.is_some()).count();
-        println!(
+        out!(
             "{resumed} of {} incomplete run(s) of the selected cases resumed",
             done.len()
-        );
+        )?;
     }
     Ok(code)
 }
@@ -99,16 +99,16 @@ fn shown(i: Incomplete<'_>, resumed: Result<ops::resume::Resumed>, code: &mut Ex
     entry
 }
 
-fn print_line(entry: &Resumed) {
+fn print_line(entry: &Resumed) -> std::io::Result<()> {
     match (&entry.run_id, &entry.error) {
-        (Some(id), _) => println!(
+        (Some(id), _) => out!(
             "{}  {} resumed at event {} as {id}: {}",
             entry.case,
             entry.run,
             entry.event,
             entry.status.unwrap_or("?")
         ),
-        (None, error) => println!(
+        (None, error) => out!(
             "{}  {} not resumed: {}",
             entry.case,
             entry.run,
