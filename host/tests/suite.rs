@@ -1152,6 +1152,68 @@ fn a_signal_stops_the_suite_starting_cases_and_it_reports_what_ran() {
     assert_eq!(last["failed"].as_array().unwrap().len() as u64, skipped);
 }
 
+/// The same SIGINT sent twice a moment apart (GNU `timeout -s INT` sends
+/// it to the command, then to its process group) stops the suite as one
+/// does: the second ended it at once, with no report and no JUnit file,
+/// one time in a few.
+#[test]
+fn a_signal_sent_twice_at_once_stops_the_suite_as_one_does() {
+    use std::io::Read as _;
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    let calls = vec![r#"{ tool = "get_ticket", args = { id = "T-1" } }"#; 2000].join(", ");
+    for i in 0..40 {
+        write_case(
+            &cases,
+            &format!("c{i:02}"),
+            &format!(
+                "world = \"demo@v1\"\nseed = {i}\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [{calls}] }}\n"
+            ),
+        );
+    }
+    let store = dir.path().join("store");
+    let junit = dir.path().join("junit.xml");
+    let events = dir.path().join("events.jsonl");
+    let mut child = spawn_suite(&cases, &store, &junit, &events, &[]);
+    let finished = || std::fs::read_to_string(&events).is_ok_and(|t| t.contains("case_finished"));
+    let pid = child.id() as libc::pid_t;
+    let twice = || {
+        if !finished() {
+            return false;
+        }
+        // SAFETY: signalling a child the test started.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        true
+    };
+    let status = signal_when(&mut child, libc::SIGINT, twice, "the suite");
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let shown = format!("{status:?}\n{stdout}\n{stderr}");
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{shown}");
+    assert!(!stderr.contains("again: ending at once"), "{shown}");
+    let doc: Value = serde_json::from_str(&stdout).expect("the report");
+    assert_eq!(doc["interrupted"], "SIGINT", "{shown}");
+    assert!(
+        std::fs::read_to_string(&junit)
+            .unwrap()
+            .contains("not run: SIGINT stopped the suite")
+    );
+}
+
 /// Ctrl-C while a case runs `--repeat` times: the runs it made are kept,
 /// but the case is not reported `passed` (it was, at the count it had
 /// reached, and `--rerun-failed` left it out): it is `interrupted`, in

@@ -195,6 +195,9 @@ fn print_list<T>(entries: &[Picked<T>], broken: &[InputError], json: bool) -> Re
 }
 
 pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
+    // A Ctrl-C before the suite starts (reading the cases, a compile) is
+    // said, as `fuzz` says it (`test` ended without a word).
+    worldline_engine::native::said_if_ended_early();
     let supplied = default_cases(&mut args)?;
     if args.limit == Some(0) {
         // As a filter that selects nothing is: not a suite that passed.

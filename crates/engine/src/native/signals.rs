@@ -19,7 +19,7 @@
 //! `worldline history RUN | head` ends quietly. Not writing the task to stdin
 //! would break agents written to read it (the documented interface).
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
 static RECEIVED: AtomicBool = AtomicBool::new(false);
 /// A command that catches them for its whole life (`serve`, `mcp`).
@@ -41,10 +41,58 @@ extern "C" fn note(signal: libc::c_int) {
     RECEIVED.store(true, Ordering::SeqCst);
 }
 
-/// [`note`], and a second signal ends the process at once.
-extern "C" fn note_then_default(signal: libc::c_int) {
+/// When the first signal arrived ([`note_then_again`]), in nanoseconds
+/// of `CLOCK_MONOTONIC`.
+static FIRST_AT: AtomicU64 = AtomicU64::new(0);
+
+/// How soon after the first a signal is the same interrupt sent twice, not
+/// a second one: GNU `timeout` sends its signal to the command and then to
+/// the command's process group, microseconds apart, and the second ended a
+/// suite at once (no report, no JUnit file, nothing said) one time in a
+/// few. No one presses Ctrl-C twice within it.
+const SAME_INTERRUPT_NS: u64 = 250_000_000;
+
+/// `CLOCK_MONOTONIC` in nanoseconds (`clock_gettime` is
+/// async-signal-safe); the host's own, never a run's.
+fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a timespec on the stack.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    (t.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(t.tv_nsec as u64)
+}
+
+/// [`note`], and a second signal ([`again`]) ends the process at once.
+extern "C" fn note_then_again(signal: libc::c_int) {
     note(signal);
-    set(libc::SIG_DFL);
+    FIRST_AT.store(monotonic_ns(), Ordering::SeqCst);
+    set(again as *const () as libc::sighandler_t);
+}
+
+/// What [`again`] writes on stderr.
+static AGAIN: [&[u8]; 2] = [
+    b"SIGINT again: ending at once; the runs under way are cut off and the report is not written\n",
+    b"SIGTERM again: ending at once; the runs under way are cut off and the report is not written\n",
+];
+
+/// A second signal: the process ends at once, saying so, unless it is the
+/// first sent twice ([`SAME_INTERRUPT_NS`]).
+extern "C" fn again(signal: libc::c_int) {
+    if monotonic_ns().saturating_sub(FIRST_AT.load(Ordering::SeqCst)) < SAME_INTERRUPT_NS {
+        return;
+    }
+    let said = AGAIN[usize::from(signal != libc::SIGINT)];
+    // SAFETY: write(2), signal(2) and raise(3) are async-signal-safe; the
+    // message is static.
+    unsafe {
+        libc::write(libc::STDERR_FILENO, said.as_ptr().cast(), said.len());
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
 }
 
 /// A campaign's worker process, for its whole life: SIGINT and SIGTERM
@@ -140,7 +188,7 @@ impl Interrupt {
     pub fn start() -> Interrupt {
         let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
         SUITE.store(true, Ordering::SeqCst);
-        set(note_then_default as *const () as libc::sighandler_t);
+        set(note_then_again as *const () as libc::sighandler_t);
         Interrupt(())
     }
 
