@@ -100,6 +100,8 @@ pub fn pick<T: Send>(
     // told apart: a case added beside one of the same name renames it
     // (`t` becomes `x/t`), which moved it to another shard.
     let mut hashed: Vec<String> = Vec::new();
+    // Whether the filter selected any case, loaded or not.
+    let mut matched = false;
     for ((index, path, (read, world, tags)), name) in loaded.into_iter().zip(names) {
         if selection
             .failed
@@ -124,6 +126,7 @@ pub fn pick<T: Send>(
             seen.push(seen_case);
             continue;
         }
+        matched = true;
         let read = match read {
             Ok(read) => read,
             Err(e) => {
@@ -141,8 +144,9 @@ pub fn pick<T: Send>(
             read,
         });
     }
-    if let (Some((text, f)), true, false) = (&selection.filter, entries.is_empty(), seen.is_empty())
-    {
+    // A filter that selected only cases that did not load selected them:
+    // their errors are the suite's (it said the filter selected none).
+    if let (Some((text, f)), false, false) = (&selection.filter, matched, seen.is_empty()) {
         return Err(nothing_selected(text, f, &seen, selection.failed.is_some()));
     }
     let sharded = selection.partition.map(|p| {
@@ -354,6 +358,25 @@ mod tests {
         assert_eq!(shown, ["/nowhere/broken.toml: does not load"]);
         let s = pick(paths(&["a", "unbuilt"]), &Selection::default(), read).unwrap();
         assert_eq!(names(&s), [(0, "a")]);
+        let shown: Vec<String> = s.broken.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            ["/nowhere/unbuilt.toml: /nowhere/worlds/w/service.wasm: not built yet"]
+        );
+    }
+
+    /// A filter that selects only a case that does not load selected it:
+    /// its error is the suite's, not "selects none" (a freshly imported
+    /// benchmark, its service not built, said `-k user_task_0` selected
+    /// none of its cases).
+    #[test]
+    fn a_filter_that_selects_only_an_unloaded_case_reports_its_error() {
+        let selection = Selection {
+            filter: Some(filter("unbuilt").unwrap()),
+            ..Selection::default()
+        };
+        let s = pick(paths(&["a", "unbuilt"]), &selection, read).unwrap();
+        assert!(s.entries.is_empty());
         let shown: Vec<String> = s.broken.iter().map(ToString::to_string).collect();
         assert_eq!(
             shown,
