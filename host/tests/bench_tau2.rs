@@ -565,6 +565,45 @@ fn a_converter_that_fails_silently_is_said_to() {
     assert!(!dir.exists(), "{out}");
 }
 
+/// A converter that warns a great deal before its traceback is failed by
+/// the traceback's last line, and a line of 50 MB is said cut: the first
+/// 1 MiB of its stderr was kept, and the last line of that was a warning
+/// (or the error was 1 MiB long).
+#[test]
+fn a_converter_s_error_is_its_traceback_s_last_line_whatever_came_before() {
+    let tmp = temp_dir();
+    let dir = tmp.path().join("airline");
+    let import = |body: &str| {
+        let python = fake_python(tmp.path(), body);
+        let out = worldline(
+            &tmp.path().join("store"),
+            [
+                "bench",
+                "import",
+                "tau2/airline",
+                "-o",
+                dir.to_str().unwrap(),
+                "--python",
+                python.to_str().unwrap(),
+            ],
+        );
+        out.expect_code(2);
+        assert!(!dir.exists(), "{out}");
+        out
+    };
+    let out = import(
+        "yes 'DeprecationWarning: something old is used here' | head -n 60000 >&2; echo \"ModuleNotFoundError: No module named 'deepdiff'\" >&2; exit 1",
+    );
+    assert!(
+        out.stderr
+            .contains("the conversion failed: ModuleNotFoundError: No module named 'deepdiff'"),
+        "{out}"
+    );
+    let out = import("head -c 50000000 /dev/zero | tr '\\0' x >&2; exit 1");
+    assert!(out.stderr.len() < 10_000, "{} bytes", out.stderr.len());
+    assert!(out.stderr.contains("xxx…"), "{out}");
+}
+
 /// A virtual environment's folder given as `--python` (relative, as a
 /// user types it) is named as a folder with the Python in it to pass: it
 /// was looked up on `PATH` and said "No such file or directory".

@@ -19,7 +19,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::io::{Read as _, Write as _};
+use std::io::{Read, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use worldline_case::error::InputError;
@@ -338,6 +338,10 @@ fn convert(python: &Path, converter: &str, args: &[&str], package: &str) -> Resu
         .arg("-")
         .args(args)
         .env("TZ", "UTC")
+        // litellm (which tau2 imports) fetches its model prices from the
+        // network as it is imported: ~20 s of an import spent waiting,
+        // unsaid, for a table the conversion never reads.
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -361,17 +365,7 @@ fn convert(python: &Path, converter: &str, args: &[&str], package: &str) -> Resu
     // Both streams read to their caps at once (a full stderr pipe would
     // stall the converter while stdout is read).
     let stderr = child.stderr.take().context("the converter's stderr")?;
-    let errors = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let mut stderr = stderr;
-        let _ = (&mut stderr)
-            .take(worldline_case::bounded::TOOL_STDERR)
-            .read_to_end(&mut buf);
-        // Past the cap, drained unread: a closed pipe would fail the
-        // converter's next write to stderr (a broken pipe, not its error).
-        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
-        buf
-    });
+    let errors = std::thread::spawn(move || last_bytes(stderr, CONVERTER_STDERR));
     let mut stdout = Vec::new();
     child
         .stdout
@@ -413,7 +407,7 @@ fn convert(python: &Path, converter: &str, args: &[&str], package: &str) -> Resu
                 "it ended with {} and said nothing on stderr; is this a Python with {package}? (pass --python with one)",
                 out.status
             ),
-            said => worldline_case::shown::message(said),
+            said => worldline_case::shown::message(&cut(said, CONVERTER_LINE)),
         };
         return Err(InputError::new(python, format!("the conversion failed: {why}")).into());
     }
@@ -435,6 +429,43 @@ fn convert(python: &Path, converter: &str, args: &[&str], package: &str) -> Resu
         return Err(not_its(why).into());
     }
     Ok(converted)
+}
+
+/// The most of a converter's stderr kept: its last bytes, where Python
+/// writes the traceback's last line, which says why it failed.
+const CONVERTER_STDERR: usize = 64 * 1024;
+/// The most characters of that line said.
+const CONVERTER_LINE: usize = 2_000;
+
+/// The last `keep` bytes of `from`, read to its end (a converter that
+/// warned 30,000 times before its traceback had that traceback cut off:
+/// the first 1 MiB was kept, and its last line was a warning).
+fn last_bytes(mut from: impl Read, keep: usize) -> Vec<u8> {
+    let mut kept = Vec::with_capacity(2 * keep);
+    let mut chunk = vec![0; 16 * 1024];
+    loop {
+        match from.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => kept.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+        if kept.len() > 2 * keep {
+            kept.drain(..kept.len() - keep);
+        }
+    }
+    if kept.len() > keep {
+        kept.drain(..kept.len() - keep);
+    }
+    kept
+}
+
+/// At most `max` characters of `line`, then `…`.
+fn cut(line: &str, max: usize) -> String {
+    match line.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_string(),
+    }
 }
 
 /// Why the converter's `files` cannot be written into a folder, if they
