@@ -366,6 +366,13 @@ fn imports_validates_and_grades(suite: &Suite, extra: impl Fn(&Path, &Path, &Pat
     }
     let readme = String::from_utf8(fa[Path::new("README.md")].clone()).unwrap();
     assert!(readme.contains("agentdojo==0.1.35") && readme.contains("| SHA-256 |"));
+    let n = suite.name;
+    assert!(
+        readme.contains(&format!(
+            "\n    worldline build-python --service service/{n}.py -o worlds/agentdojo-{n}/v1/{n}.wasm\n"
+        )),
+        "{readme}"
+    );
     for t in suite.not_carried {
         assert!(
             readme.contains(&format!("- {t} (no case, nor its pairs): ")),

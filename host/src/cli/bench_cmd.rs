@@ -218,8 +218,9 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
     } else {
         CONVERTER
     };
-    let converted = convert(&python, converter, &[domain, service_name], PACKAGE)?;
+    let mut converted = convert(&python, converter, &[domain, service_name], PACKAGE)?;
     let world = format!("tau2-{domain}");
+    with_build_step(&mut converted.files, service_name, &world);
     write_folder(&args.output, &converted.files, service_name, service)?;
     let service_path = args.output.join("service").join(service_name);
     let wasm = args
@@ -295,6 +296,27 @@ fn build_command(service: &Path, venv: Option<&Path>, wasm: &Path) -> String {
     words.extend(["-o".into(), wasm.to_string_lossy()]);
     // A path holds no NUL, the one word `shlex` cannot quote.
     shlex::try_join(words.iter().map(|w| w.as_ref())).unwrap_or_else(|_| words.join(" "))
+}
+
+/// The import's README with how to build its world service, from the
+/// import's folder (only `bench import`'s last line said it, and `check`
+/// then called the service "not built yet").
+fn with_build_step(files: &mut BTreeMap<String, String>, service_name: &str, world: &str) {
+    let Some(readme) = files.get_mut("README.md") else {
+        return;
+    };
+    let service = format!("service/{service_name}");
+    let wasm = format!(
+        "worlds/{world}/v1/{}",
+        Path::new(service_name).with_extension("wasm").display()
+    );
+    let command = build_command(Path::new(&service), None, Path::new(&wasm));
+    if !readme.ends_with('\n') {
+        readme.push('\n');
+    }
+    readme.push_str(&format!(
+        "\n## Build the world's service\n\nThe world's tools are answered by `{service}`, run as a WebAssembly component; build it once, from this folder, before `check`, `validate` or `test` (it needs componentize-py 0.25.1: `pip install componentize-py==0.25.1`):\n\n    {command}\n"
+    ));
 }
 
 /// What `bench import` says when it is done: what it wrote, and the

@@ -40,6 +40,11 @@ pub fn import(args: &ImportArgs, known: &Known, suite: &str) -> Result<ExitCode>
             .insert("service/agentdojo_mail.py".into(), MAIL.into());
     }
     let service_name = format!("{suite}.py");
+    super::with_build_step(
+        &mut converted.files,
+        &service_name,
+        &format!("agentdojo-{suite}"),
+    );
     write_folder(&args.output, &converted.files, &service_name, service)?;
     let build = build_command(
         &args.output.join("service").join(&service_name),
