@@ -21,8 +21,23 @@ fn refused_kind(path: &Path) -> Result<Option<&'static str>, InputError> {
     }
 }
 
+/// Refuse `-` as a path to write: where a command takes it for stdout
+/// (`export --format atif -o -`, `otel -o -`) it says so before checking
+/// the path; anywhere else it made a file or folder named `-` unsaid
+/// (`test --junit -`, `bench import -o -`).
+fn not_stdout(path: &Path) -> Result<(), InputError> {
+    match path.as_os_str() == "-" {
+        true => Err(InputError::new(
+            path,
+            "is not stdout here: this writes a file (or folder); give its path (`./-` for one named `-`)",
+        )),
+        false => Ok(()),
+    }
+}
+
 /// Refuse `path` as a file to write unless it is new or a regular file.
 pub fn check_file(path: &Path) -> Result<(), InputError> {
+    not_stdout(path)?;
     match refused_kind(path)? {
         None => Ok(()),
         Some(kind) => Err(InputError::new(
@@ -232,6 +247,7 @@ pub fn store_holding(path: &Path) -> Option<&Path> {
 
 /// Refuse `path` unless nothing is there (not even a dangling symlink).
 pub fn check_new(path: &Path, what: &str) -> Result<(), InputError> {
+    not_stdout(path)?;
     placed(path)?;
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
@@ -293,6 +309,17 @@ pub fn write_new(path: &Path, bytes: &[u8], what: &str) -> Result<(), InputError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `-` is refused as a file or folder to write, naming stdout; `./-`
+    /// is a path like any other (`test --junit -` wrote a file `-`).
+    #[test]
+    fn a_dash_is_refused_as_a_path_to_write() {
+        for e in [check_file(Path::new("-")), check_new(Path::new("-"), "-o")] {
+            let e = e.unwrap_err().to_string();
+            assert!(e.starts_with("-: is not stdout here"), "{e}");
+        }
+        check_file(Path::new("./-")).unwrap();
+    }
 
     /// A path under a file says the file is no folder (it said the folder
     /// "is not there"), and one under a missing folder says so.
