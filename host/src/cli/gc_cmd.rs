@@ -15,20 +15,20 @@ pub struct GcArgs {
     /// Say what would be removed, remove nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Days to keep passed runs (default: the store's policy's [keep] passed, else 7).
-    #[arg(long, value_name = "DAYS")]
+    /// Days to keep passed runs, `7` or `7d` (default: the store's policy's [keep] passed, else 7).
+    #[arg(long, value_name = "DAYS", value_parser = days_arg)]
     pub keep_passed: Option<u64>,
-    /// Days to keep failed runs (default 90).
-    #[arg(long, value_name = "DAYS")]
+    /// Days to keep failed runs (default: the store's policy's [keep] failed, else 90).
+    #[arg(long, value_name = "DAYS", value_parser = days_arg)]
     pub keep_failed: Option<u64>,
-    /// Days to keep runs the agent faulted in (default 90).
-    #[arg(long, value_name = "DAYS")]
+    /// Days to keep runs the agent faulted in (default: the store's policy's [keep] faulted, else 90).
+    #[arg(long, value_name = "DAYS", value_parser = days_arg)]
     pub keep_faulted: Option<u64>,
-    /// Days to keep incomplete or unreadable runs (default 90).
-    #[arg(long, value_name = "DAYS")]
+    /// Days to keep incomplete or unreadable runs (default: the store's policy's [keep] incomplete, else 90).
+    #[arg(long, value_name = "DAYS", value_parser = days_arg)]
     pub keep_incomplete: Option<u64>,
     /// Remove compiled agents not used for this many days (default 30).
-    #[arg(long, value_name = "DAYS")]
+    #[arg(long, value_name = "DAYS", value_parser = days_arg)]
     pub cache_days: Option<u64>,
     #[command(flatten)]
     pub common: Common,
@@ -52,6 +52,15 @@ pub struct UnpinArgs {
     pub run: String,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// A number of days: `7`, or `7d` as `runs --since` writes an age (`gc
+/// --keep-passed 7d` said "invalid digit found in string").
+fn days_arg(s: &str) -> Result<u64, String> {
+    let digits = s.strip_suffix('d').unwrap_or(s);
+    digits.parse().map_err(|_| {
+        format!("`{s}` is not a number of days: give whole days, as `7` or `7d` (gc keeps runs by the day)")
+    })
 }
 
 pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
@@ -127,4 +136,21 @@ pub fn exec_unpin(args: UnpinArgs) -> Result<ExitCode> {
         out!("{id} was not pinned")?;
     }
     Ok(ExitCode::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::days_arg;
+
+    /// Days are a number, with or without the `d` of an age; any other
+    /// unit or text is refused saying what is taken.
+    #[test]
+    fn days_are_a_number_with_or_without_d() {
+        assert_eq!(days_arg("7"), Ok(7));
+        assert_eq!(days_arg("7d"), Ok(7));
+        for bad in ["12h", "d", "-1", "seven"] {
+            let e = days_arg(bad).unwrap_err();
+            assert!(e.contains("give whole days, as `7` or `7d`"), "{bad}: {e}");
+        }
+    }
 }
