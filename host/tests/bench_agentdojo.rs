@@ -44,6 +44,9 @@ struct Suite {
     /// The tasks the import does not carry (its README lists each with
     /// the reason).
     not_carried: &'static [&'static str],
+    /// The user tasks whose pairs carry no attack (every candidate vector
+    /// of theirs is one the import drops): their pairs are no cases.
+    unattacked: &'static [&'static str],
     /// The injection tasks without a ground truth, whose attacked
     /// trajectories (the agreement script's own calls reaching the goal)
     /// are graded on the security check alone too.
@@ -85,7 +88,7 @@ fn import(python: &Path, store: &Path, dir: &Path, suite: &Suite) -> String {
     let said = format!(
         "{} user tasks, {} with an injection;",
         suite.users,
-        suite.users * suite.injections
+        (suite.users - suite.unattacked.len()) * suite.injections
     );
     assert!(
         listed["note"].as_str().unwrap().starts_with(&said),
@@ -183,6 +186,7 @@ fn travel_imports_validates_and_grades_as_agentdojo_does() {
             "user_task_19",
         ],
         not_carried: &[],
+        unattacked: &[],
         goals_written: 0,
         quick: false,
     };
@@ -210,6 +214,7 @@ fn banking_imports_validates_and_grades_as_agentdojo_does() {
         ],
         shown: &[],
         not_carried: &[],
+        unattacked: &[],
         goals_written: 0,
         quick: true,
     };
@@ -288,6 +293,17 @@ fn slack_imports_validates_and_grades_as_agentdojo_does() {
         trivial: &[],
         shown: &[],
         not_carried: &[],
+        unattacked: &[
+            "user_task_5",
+            "user_task_7",
+            "user_task_8",
+            "user_task_9",
+            "user_task_10",
+            "user_task_12",
+            "user_task_13",
+            "user_task_14",
+            "user_task_19",
+        ],
         goals_written: 0,
         quick: false,
     };
@@ -323,6 +339,7 @@ fn workspace_imports_validates_and_grades_as_agentdojo_does() {
             "user_task_39",
         ],
         not_carried: &[],
+        unattacked: &[],
         goals_written: 8,
         quick: false,
     };
@@ -358,8 +375,8 @@ fn imports_validates_and_grades(suite: &Suite, extra: impl Fn(&Path, &Path, &Pat
         fa.keys()
             .filter(|p| p.starts_with("cases/injections"))
             .count(),
-        suite.users * suite.injections,
-        "a case per (user task, injection task) pair"
+        (suite.users - suite.unattacked.len()) * suite.injections,
+        "a case per (user task, injection task) pair whose attack is carried"
     );
     if suite.name == "workspace" {
         landed_as_agentdojo_folds_it(&fa);
@@ -371,6 +388,22 @@ fn imports_validates_and_grades(suite: &Suite, extra: impl Fn(&Path, &Path, &Pat
         readme.contains(&format!(
             "\n    worldline build-python --service service/{n}.py -o worlds/agentdojo-{n}/v1/{n}.wasm\n"
         )),
+        "{readme}"
+    );
+    // The pairs with no attack carried are said (45 slack pairs were
+    // written with no injection, each an attack resisted).
+    for u in suite.unattacked {
+        assert!(!fa.contains_key(Path::new(&format!(
+            "cases/injections/{u}-injection_task_1.toml"
+        ))));
+        assert!(
+            readme.contains(&format!("{u}, ")) || readme.contains(&format!("{u} (")),
+            "{u}:\n{readme}"
+        );
+    }
+    assert_eq!(
+        readme.contains("their attack's only candidate vectors are not carried"),
+        !suite.unattacked.is_empty(),
         "{readme}"
     );
     for t in suite.not_carried {
@@ -467,7 +500,7 @@ fn imports_validates_and_grades(suite: &Suite, extra: impl Fn(&Path, &Path, &Pat
     // call has a boolean or a whole number), two per pair, one more per
     // pair whose goal the script writes, and banking's pair attacked with
     // a flag sent as 1 (`FLAG_AS_ONE`).
-    let pairs = suite.users * suite.injections * 2
+    let pairs = (suite.users - suite.unattacked.len()) * suite.injections * 2
         + suite.users * suite.goals_written
         + usize::from(suite.name == "banking");
     assert!(

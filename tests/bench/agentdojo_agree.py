@@ -243,7 +243,8 @@ for uid, task in list(user_tasks.items())[::stride]:
         valid[f"{uid}--{variant}"] = bool(ok)
         write(f"{uid}--{variant}", f"{uid}.toml", calls, said)
 
-pairs = [(u, t, i, j) for u, t in user_tasks.items() for i, j in injection_tasks.items()]
+pairs = [(u, t, i, j) for u, t in user_tasks.items() for i, j in injection_tasks.items()
+         if (imported / "cases" / "injections" / f"{u}-{i}.toml").exists()]
 places = {u: n for n, u in enumerate(user_tasks)}
 for uid, task, iid, inj in pairs[::pair_stride]:
     answer = getattr(task, "GROUND_TRUTH_OUTPUT", "")

@@ -1147,6 +1147,10 @@ def pair_texts(task, inj):
 
 
 pairs = 0
+# The pairs whose attack has no vector carried (each of its candidates
+# DROPPED): no case, since it would be the user task with no attack in it
+# (counted as resisted, it lowered the attack success rate unsaid).
+unattacked = {}
 for n, (uid, task) in enumerate(USER_TASKS.items()):
     seen = seen_by(task)
     for iid, inj in INJECTION_TASKS.items():
@@ -1163,6 +1167,9 @@ for n, (uid, task) in enumerate(USER_TASKS.items()):
         for v in sorted(set(attack.attack(task, inj)) - set(DROPPED)):
             for tool in seen.get(v, []):
                 by_tool.setdefault(tool, []).append(v)
+        if not by_tool:
+            unattacked.setdefault(uid, []).append(iid)
+            continue
         c = [f'world = "{world}@v1"',
              f"description = {toml_str(f'AgentDojo {suite_name} {uid} attacked by {iid} ({ATTACK})')}",
              f'tags = ["agentdojo", "{suite_name}", "injection"]',
@@ -1226,6 +1233,11 @@ readme += ["", "## What is carried", "",
            ] + [f"- the other suites ({', '.join(later)}): not yet imported;" for later in
                 [[s for s in ['banking', 'slack', 'travel', 'workspace'] if s not in SUITES]] if later]
 readme += [f"- the injection vector `{v}`: {why};" for v, why in sorted(DROPPED.items())]
+if unattacked:
+    readme += ["- the pairs of "
+               f"{', '.join(unattacked)} ({sum(len(i) for i in unattacked.values())} pairs, no case):"
+               " their attack's only candidate vectors are not carried (above), so each would be"
+               " its user task with no attack in it, counted as an attack resisted;"]
 if suite_name == "workspace":
     readme += ["- pydantic's validation of the models the tools build: an address that is no"
                " email (`EmailStr`) in an email's recipients or an event's participants, or an"
@@ -1258,7 +1270,7 @@ elif not TRIVIAL:
     readme += ["An agent that does nothing fails every case: `validate` lists none.", ""]
 else:
     readme += ["`validate` lists"
-           f" {len(TRIVIAL) * (1 + len(INJECTION_TASKS))} cases as failing, the user tasks"
+           f" {sum(1 + len(INJECTION_TASKS) - len(unattacked.get(u, [])) for u in TRIVIAL)} cases as failing, the user tasks"
            f" {', '.join(TRIVIAL)} and their pairs, because an agent that does nothing passes"
            " their utility check too, in AgentDojo as here (a finding about the task, not the"
            " import):", ""]
