@@ -113,7 +113,10 @@ fn detail(e: &Event) -> Markup {
 fn no_event(id: &str, n: u64, count: usize) -> anyhow::Error {
     worldline_case::error::InputError::new(
         id,
-        format!("no event {n} (the run has {count} events, numbered from 0)"),
+        format!(
+            "no event {n} (the run has {})",
+            worldline_engine::fork::check::numbered(count)
+        ),
     )
     .into()
 }

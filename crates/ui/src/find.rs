@@ -33,8 +33,8 @@ pub(crate) fn jump(
         _ => Err(worldline_case::error::InputError::new(
             id,
             format!(
-                "no event {at:?} to jump to: the run has {count} events, numbered 0 to {}",
-                count.saturating_sub(1)
+                "no event {at:?} to jump to: the run has {}",
+                worldline_engine::fork::check::numbered(count)
             ),
         )
         .into()),

@@ -183,8 +183,10 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
         return Err(InputError::new(
             "--at",
             format!(
-                "no event {} in run {} (it has {count} events, numbered from 0)",
-                args.at, rec.id,
+                "no event {} in run {} (it has {})",
+                args.at,
+                rec.id,
+                worldline_engine::fork::check::numbered(count),
             ),
         )
         .into());

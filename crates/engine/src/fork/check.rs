@@ -113,7 +113,8 @@ pub fn check(
         return Err(InputError::new(
             "--at",
             format!(
-                "{at} is past the run's last event ({} events, numbered from 0)",
+                "{at} is past the run's end (it has {}; a fork is at {} at most, the end)",
+                numbered(events.len()),
                 events.len()
             ),
         ));
@@ -624,10 +625,30 @@ fn patch_fits(
     }
 }
 
+/// How many events a run has and their numbers, for a message naming an
+/// event it does not have: `3 events, numbered 0 to 2`, `no events` (a
+/// run of none said it had "0 events, numbered from 0").
+pub fn numbered(count: usize) -> String {
+    match count {
+        0 => "no events".into(),
+        1 => "1 event, numbered 0".into(),
+        n => format!("{n} events, numbered 0 to {}", n - 1),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A run's events are said with their numbers, a run of none as
+    /// having none.
+    #[test]
+    fn a_run_s_events_are_said_with_their_numbers() {
+        assert_eq!(numbered(0), "no events");
+        assert_eq!(numbered(1), "1 event, numbered 0");
+        assert_eq!(numbered(402), "402 events, numbered 0 to 401");
+    }
 
     #[test]
     fn results_keep_ok_or_error_and_the_ok_type() {
