@@ -75,7 +75,7 @@ fn import(python: &Path, store: &Path, dir: &Path, suite: &Suite) -> String {
     let report = out.json();
     assert_eq!(
         report["tasks"],
-        suite.users * (1 + suite.injections),
+        suite.users + (suite.users - suite.unattacked.len()) * suite.injections,
         "{out}"
     );
     // `bench list` says what the import carries (workspace's said an

@@ -65,7 +65,7 @@ pub(crate) fn diff_lines(id: &str, d: &StateDiff) -> Markup {
         ul.diff id=(id) {
             @for l in d.lines() {
                 @let class = match l.chars().next() { Some('+') => "ins", Some('-') => "del", _ => "chg" };
-                li class={ "changed mono " (class) } { (l) }
+                li class={ "changed mono " (class) } { (super::html::text(&l)) }
             }
         }
     }

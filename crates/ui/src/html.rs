@@ -113,6 +113,19 @@ pub(crate) fn more(hidden: usize, what: &str) -> String {
     format!("… {hidden} more {what} not shown (`worldline show` prints them all)")
 }
 
+/// At most [`FOLDED`] characters of `s`, then how many more there are:
+/// a task, an output, a table's cell or a line of a state's difference
+/// (a 2M-character output made the run page 12 MB).
+pub(crate) fn text(s: &str) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(FOLDED) {
+        None => s.into(),
+        Some((at, _)) => {
+            let hidden = s[at..].chars().count();
+            format!("{} {}", &s[..at], more(hidden, "chars")).into()
+        }
+    }
+}
+
 /// Pretty JSON, strings longer than [`FOLD`] characters folded into a
 /// `<details>` that shows the whole text.
 pub(crate) fn json(v: &Value) -> Markup {
@@ -252,6 +265,26 @@ mod tests {
         assert!(shown.contains("<mark class=\"del\">{"), "{shown}");
         assert!(!shown.contains("<mark class=\"del\">1</mark>"), "{shown}");
         assert!(!json(&a).into_string().contains("<mark"));
+    }
+
+    /// A task, an output, a cell or a line of a state's difference shows
+    /// at most [`FOLDED`] characters (a 2M-character output was a page of
+    /// 12 MB, a world table's cell one of 6 MB).
+    #[test]
+    fn a_long_text_is_cut_saying_how_much_more_there_is() {
+        assert_eq!(text("short"), "short");
+        let long = "é".repeat(FOLDED + 5);
+        let shown = text(&long);
+        assert!(shown.starts_with(&"é".repeat(FOLDED)), "the head is kept");
+        assert!(
+            shown.ends_with(&more(5, "chars")),
+            "{}",
+            &shown[shown.len() - 80..]
+        );
+        let rows = json!([{"id": "a", "note": "y".repeat(2_000_000)}]);
+        let table = super::super::table::rows_or_json(&rows).into_string();
+        assert!(table.len() < 40_000, "{} bytes", table.len());
+        assert!(table.contains(&more(2_000_000 - FOLDED, "chars")));
     }
 
     #[test]

@@ -184,7 +184,7 @@ fn task(task: Option<&Value>) -> Markup {
     html! {
         h2 { "Task" }
         @match t.as_str() {
-            Some(text) => { div.task #task { (text) } }
+            Some(text) => { div.task #task { (super::html::text(text)) } }
             None => { div #task { (super::table::rows_or_json(t)) } }
         }
     }
@@ -197,7 +197,7 @@ fn outcome(f: Option<&Footer>) -> Markup {
     html! {
         h2 { "Output" }
         @match &f.output {
-            Some(out) => { div.output.mono #output { (out) } }
+            Some(out) => { div.output.mono #output { (super::html::text(out)) } }
             None => { p #output.keys { "(the agent wrote no output)" } }
         }
         @if f.status == worldline_log::log::Status::Unscripted {

@@ -29,8 +29,8 @@ fn columns<'a>(rows: impl Iterator<Item = &'a Map<String, Value>>) -> Vec<String
 fn cell(v: Option<&Value>) -> String {
     match v {
         None => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => canon::to_string(other),
+        Some(Value::String(s)) => super::html::text(s).into_owned(),
+        Some(other) => super::html::text(&canon::to_string(other)).into_owned(),
     }
 }
 
