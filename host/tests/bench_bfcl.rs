@@ -26,7 +26,12 @@ fn bfcl_python() -> Option<PathBuf> {
 
 /// `bench import bfcl/multi_turn_base -o DIR --json`: its `build` command.
 fn import(python: &Path, store: &Path, dir: &Path) -> String {
-    let out = worldline(
+    import_with(python.as_os_str(), store, dir, &[])
+}
+
+/// [`import`] with `--python` as given and these variables.
+fn import_with(python: &std::ffi::OsStr, store: &Path, dir: &Path, env: &[(&str, &str)]) -> String {
+    let out = common::worldline_with(
         store,
         [
             "bench".as_ref(),
@@ -35,9 +40,10 @@ fn import(python: &Path, store: &Path, dir: &Path) -> String {
             "-o".as_ref(),
             dir.as_os_str(),
             "--python".as_ref(),
-            python.as_os_str(),
+            python,
             "--json".as_ref(),
         ],
+        env,
     );
     let report = out.json();
     assert_eq!(report["tasks"], 200, "{out}");
@@ -118,7 +124,18 @@ fn multi_turn_base_imports_validates_and_grades_as_bfcl_does() {
     let store = tmp.path().join("store");
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     let build = import(&python, &store, &a);
-    import(&python, &store, &b);
+    // The second by a bare name on PATH, as an activated environment
+    // runs it: the build names that environment (it said `--venv VENV`).
+    let bin = python.parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let bare = python.file_name().unwrap();
+    let other = import_with(bare, &store, &b, &[("PATH", &path)]);
+    let venv = bin.parent().unwrap().display().to_string();
+    assert!(other.contains(&format!(" --venv {venv} ")), "{other}");
     let fa = same_imports(&a, &b);
     assert_eq!(
         fa.keys().filter(|p| p.starts_with("cases")).count(),

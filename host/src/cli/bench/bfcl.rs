@@ -8,7 +8,7 @@
 use super::{ImportArgs, Known, build_command, convert, imported, pinned_python, write_folder};
 use crate::cli::exit::ExitCode;
 use anyhow::{Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use worldline_case::error::InputError;
 
 pub const PACKAGE: &str = "bfcl-eval==2026.3.23";
@@ -33,15 +33,26 @@ pub fn import(args: &ImportArgs, known: &Known, category: &str) -> Result<ExitCo
     let source_arg = source.to_string_lossy();
     let converted = convert(&python, CONVERTER, &[category, &source_arg], PACKAGE)?;
     write_folder(&args.output, &converted.files, "bfcl.py", SERVICE)?;
-    // The environment whose packages the service bundles: the one holding
-    // the Python (`V/bin/python` → `V`).
-    let venv = (python.parent())
-        .and_then(|bin| bin.parent())
-        .unwrap_or(Path::new("VENV"));
+    // The environment whose packages the service bundles: the Python's
+    // own `sys.prefix` (a bare `--python python` of an activated
+    // environment printed `--venv VENV`, which no shell could run).
+    let venv = prefix_of(&python).unwrap_or_else(|| PathBuf::from("VENV"));
     let build = build_command(
         &args.output.join("service").join("bfcl.py"),
-        Some(venv),
+        Some(&venv),
         &args.output.join("worlds/bfcl-multi-turn/v1/bfcl.wasm"),
     );
     imported(args, known, &converted, &build)
+}
+
+/// The environment `python` runs in (its `sys.prefix`), if it says.
+fn prefix_of(python: &Path) -> Option<PathBuf> {
+    let out = std::process::Command::new(python)
+        .args(["-c", "import sys; sys.stdout.write(sys.prefix)"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let prefix = String::from_utf8(out.stdout).ok()?;
+    (out.status.success() && Path::new(&prefix).is_absolute()).then(|| PathBuf::from(prefix))
 }
