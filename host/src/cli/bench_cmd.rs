@@ -101,7 +101,7 @@ const KNOWN: &[Known] = &[
         name: "agentdojo/slack",
         package: agentdojo::PACKAGE,
         importable: true,
-        note: "21 user tasks, 60 with an injection (45 pairs attack only through a channel's name, which is not carried)",
+        note: "21 user tasks, 60 with an injection; 45 pairs attack only through a channel's name, not carried",
     },
     Known {
         name: "agentdojo/travel",
