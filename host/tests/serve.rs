@@ -945,31 +945,94 @@ fn a_host_without_the_port_is_named_with_those_accepted() {
     let _ = server.wait();
 }
 
-/// `--idle-timeout 0` is refused (it was taken as 1 s without a word).
+/// An `--idle-timeout` of 0, or past a year, is refused, by `serve` and
+/// `mcp --http` alike: 0 was taken as 1 s without a word, and a value
+/// near 2^64 seconds was taken, then overflowed the clock at the first
+/// connection (a panic that ended the server, exit 134).
 #[test]
-fn an_idle_timeout_of_0_is_refused() {
+fn an_idle_timeout_of_0_or_past_a_year_is_refused() {
     let store = temp_dir();
     let (case, worlds) = (scenario(), workspace_root().join("worlds"));
-    let args: [&std::ffi::OsStr; 10] = [
-        "serve".as_ref(),
-        case.as_os_str(),
-        "--addr".as_ref(),
-        "127.0.0.1:0".as_ref(),
-        "--idle-timeout".as_ref(),
-        "0".as_ref(),
-        "--store".as_ref(),
-        store.path().as_os_str(),
-        "--worlds".as_ref(),
-        worlds.as_os_str(),
-    ];
-    let out = crate::common::worldline_raw_within(std::time::Duration::from_secs(30), args)
-        .expect("serve --idle-timeout 0 served");
-    out.expect_code(2);
-    assert!(
-        out.stderr
-            .contains("--idle-timeout: 0 would close every connection"),
-        "{out}"
-    );
+    for (seconds, said) in [
+        ("0", "--idle-timeout: 0 would close every connection"),
+        (
+            "9223372036854775000",
+            "--idle-timeout: 9223372036854775000 is out of range: give 1 to 31536000 seconds (a year)",
+        ),
+        (
+            "31536001",
+            "--idle-timeout: 31536001 is out of range: give 1 to 31536000 seconds",
+        ),
+    ] {
+        let args: [&std::ffi::OsStr; 10] = [
+            "serve".as_ref(),
+            case.as_os_str(),
+            "--addr".as_ref(),
+            "127.0.0.1:0".as_ref(),
+            "--idle-timeout".as_ref(),
+            seconds.as_ref(),
+            "--store".as_ref(),
+            store.path().as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+        ];
+        let out = crate::common::worldline_raw_within(std::time::Duration::from_secs(30), args)
+            .unwrap_or_else(|| panic!("serve --idle-timeout {seconds} served"));
+        out.expect_code(2);
+        assert!(out.stderr.contains(said), "{out}");
+        let args: [&std::ffi::OsStr; 10] = [
+            "mcp".as_ref(),
+            case.as_os_str(),
+            "--http".as_ref(),
+            "127.0.0.1:0".as_ref(),
+            "--idle-timeout".as_ref(),
+            seconds.as_ref(),
+            "--store".as_ref(),
+            store.path().as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+        ];
+        let out = crate::common::worldline_raw_within(std::time::Duration::from_secs(30), args)
+            .unwrap_or_else(|| panic!("mcp --http --idle-timeout {seconds} served"));
+        out.expect_code(2);
+        assert!(out.stderr.contains("--idle-timeout: "), "{out}");
+    }
+}
+
+/// The longest `--idle-timeout` taken (a year) is one the clock adds: a
+/// connection is upgraded and served, and the server goes on.
+#[test]
+fn the_longest_idle_timeout_serves_a_connection() {
+    use std::io::{Read as _, Write as _};
+    let store = temp_dir();
+    let (mut server, url) = serve(store.path(), &scenario(), &["--idle-timeout", "31536000"]);
+    let addr = url.strip_prefix("http://").unwrap();
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.write_all(
+        format!("GET /ws HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut said = [0u8; 12];
+    conn.read_exact(&mut said).unwrap();
+    assert_eq!(&said, b"HTTP/1.1 101");
+    // The upgraded connection is served (an idle deadline a year away),
+    // and so is the next client.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    drop(conn);
+    let health = std::net::TcpStream::connect(addr).and_then(|mut h| {
+        h.write_all(
+            format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )?;
+        let mut said = String::new();
+        h.read_to_string(&mut said)?;
+        Ok(said)
+    });
+    assert!(health.unwrap().starts_with("HTTP/1.1 200"));
+    assert!(server.try_wait().unwrap().is_none(), "the server ended");
+    let _ = server.kill();
+    let _ = server.wait();
 }
 
 /// A case graded on its output or its conversation is refused: an
