@@ -1225,6 +1225,114 @@ fn cases_of_one_file_name_are_served_by_the_names_test_gives_them() {
     );
 }
 
+/// Cases of one file name (`incident/look`, `accounts/look`) served, an
+/// episode of one and a client's resets with `fork_of`.
+fn served_look_cases(dir: &Path) -> PathBuf {
+    let cases = dir.join("cases");
+    for (folder, name, seed) in [("incident", "look", 3), ("accounts", "look", 4)] {
+        std::fs::create_dir_all(cases.join(folder)).unwrap();
+        std::fs::write(
+            cases.join(folder).join(format!("{name}.toml")),
+            format!(
+                "world = \"incident@v4\"\nseed = {seed}\nclock = 2026-03-01T12:00:00Z\n\
+                 task = {{ message = \"look around\" }}\n"
+            ),
+        )
+        .unwrap();
+    }
+    cases
+}
+
+/// A client (Python, argv[1] the URL) that records an episode of
+/// `accounts/look` (reset with `episode_id` `parent-ep`, one call, `end`)
+/// and then sends each reset of `forks` (JSON, `RUN` standing for that
+/// episode's run id), each answered and followed by `state`, a fork
+/// begun given one call and `end`: `{parent, forks: [{reset, state,
+/// end}]}`.
+const FORKING_CLIENT: &str = "import json, sys\n\
+    from websockets.sync.client import connect\n\
+    def ask(ws, m):\n\
+    \x20   ws.send(json.dumps(m))\n\
+    \x20   return json.loads(ws.recv(timeout=60))\n\
+    out = {'forks': []}\n\
+    with connect(sys.argv[1].replace('http://', 'ws://') + '/ws') as ws:\n\
+    \x20   ask(ws, {'type': 'reset', 'data': {'case': 'accounts/look', 'episode_id': 'parent-ep'}})\n\
+    \x20   ask(ws, {'type': 'step', 'data': {'type': 'call_tool', 'tool_name': 'list_deploys', 'arguments': {}}})\n\
+    \x20   out['parent'] = ask(ws, {'type': 'step', 'data': {'type': 'end'}})['data']['observation']['run_id']\n\
+    \x20   for reset in json.loads(sys.argv[2]):\n\
+    \x20       reset['fork_of']['run'] = out['parent']\n\
+    \x20       said = {'reset': ask(ws, {'type': 'reset', 'data': reset})}\n\
+    \x20       said['state'] = ask(ws, {'type': 'state'})\n\
+    \x20       if said['reset']['type'] == 'observation':\n\
+    \x20           ask(ws, {'type': 'step', 'data': {'type': 'call_tool', 'tool_name': 'get_alert', 'arguments': {'id': 'ALERT-7'}}})\n\
+    \x20           said['end'] = ask(ws, {'type': 'step', 'data': {'type': 'end'}})\n\
+    \x20       out['forks'].append(said)\n\
+    print(json.dumps(out))\n";
+
+/// [`FORKING_CLIENT`] against the served look cases: what it printed.
+fn forked_look(dir: &Path, store: &Path, forks: Value) -> Value {
+    let cases = served_look_cases(dir);
+    let (mut server, url) = serve(store, &cases, &[]);
+    let out = Command::new(openenv_python())
+        .args(["-c", FORKING_CLIENT, &url, &forks.to_string()])
+        .output()
+        .expect("the client runs");
+    let _ = server.kill();
+    let _ = server.wait();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+/// A reset with `fork_of` names the case as this server serves it, as a
+/// fresh reset does (`accounts/look`; its observation and `state` said
+/// `look`), and one also naming a file name two served cases share is
+/// told which to name (it was told "an episode of case `look`, not
+/// `look`").
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_fork_of_reset_names_the_served_case() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let said = forked_look(
+        dir.path(),
+        &store,
+        json!([
+            {"fork_of": {"run": "RUN", "at": 1}},
+            {"fork_of": {"run": "RUN", "at": 1}, "case": "look"},
+            {"fork_of": {"run": "RUN", "at": 1}, "case": "incident/look"},
+            {"fork_of": {"run": "RUN", "at": 1}, "case": "accounts/look"},
+        ]),
+    );
+    let forks = said["forks"].as_array().unwrap();
+    let first = &forks[0];
+    assert_eq!(
+        first["reset"]["data"]["observation"]["case"], "accounts/look",
+        "{said}"
+    );
+    assert_eq!(first["state"]["data"]["case"], "accounts/look", "{said}");
+    assert_eq!(
+        forks[1]["reset"]["data"]["code"], "VALIDATION_ERROR",
+        "{said}"
+    );
+    assert_eq!(
+        forks[1]["reset"]["data"]["message"],
+        "`look` names 2 served cases: pass one of accounts/look, incident/look",
+        "{said}"
+    );
+    assert_eq!(
+        forks[2]["reset"]["data"]["message"],
+        "fork_of.run is an episode of case `accounts/look`, not `incident/look`: leave `case` out of a reset with fork_of, or name `accounts/look`",
+        "{said}"
+    );
+    assert_eq!(
+        forks[3]["reset"]["data"]["observation"]["case"], "accounts/look",
+        "{said}"
+    );
+}
+
 /// A reset's `fork_of` naming no run of the store is told what to name
 /// (it was told to "pass a bundle's path", which serve refuses), and an
 /// empty one is told it is empty (it was told it was "not a path").

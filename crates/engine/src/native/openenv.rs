@@ -600,24 +600,64 @@ async fn reset_fork(
     // that one, and it is one this server serves (a reset naming another,
     // or a server serving another, ran the recorded case without a word).
     let recorded = prefix.case.name.as_str();
-    let of_recorded = |n: &str| served.named(n).is_ok_and(|(_, c)| c.name == recorded);
-    if let Some(named) = data["case"].as_str().filter(|n| !of_recorded(n)) {
-        return error(
-            "VALIDATION_ERROR",
-            &format!(
-                "fork_of.run is an episode of case `{recorded}`, not `{named}`: leave `case` out of a reset with fork_of, or name `{recorded}`"
-            ),
-        );
-    }
-    if !served.cases.iter().any(|(_, c)| c.name == recorded) {
-        return error(
-            "VALIDATION_ERROR",
-            &format!(
-                "fork_of.run is an episode of case `{recorded}`, which this server does not serve ({})",
-                served.names()
-            ),
-        );
-    }
+    // The served case the episode is of, by its served name: the one of
+    // the recorded case's name, or of several (`incident/look`,
+    // `accounts/look`) the one with the content it ran. The observation
+    // and `state` named the recorded case's file name, and a reset naming
+    // two cases' file name was told "an episode of case `look`, not
+    // `look`".
+    let of_name: Vec<&String> = (served.cases.iter())
+        .filter(|(_, c)| c.name == recorded)
+        .map(|(n, _)| n)
+        .collect();
+    let own = match of_name[..] {
+        [one] => Some(one),
+        _ => (served.cases.iter())
+            .find(|(_, c)| c.name == recorded && c.hash == prefix.case.hash)
+            .map(|(n, _)| n),
+    };
+    let shown = own.map_or(recorded, |n| n.as_str());
+    let name = match data["case"].as_str() {
+        Some(named) => match served.named(named) {
+            Ok((n, c)) if c.name == recorded && own.is_none_or(|o| o == n) => n,
+            // A file name several served cases share: which to name.
+            Err(why) if served.cases.iter().any(|(_, c)| c.name == named) => {
+                return error("VALIDATION_ERROR", &why);
+            }
+            other => {
+                let other = other.map_or(named, |(n, _)| n.as_str());
+                return error(
+                    "VALIDATION_ERROR",
+                    &format!(
+                        "fork_of.run is an episode of case `{shown}`, not `{other}`: leave `case` out of a reset with fork_of, or name `{shown}`"
+                    ),
+                );
+            }
+        },
+        None => match own {
+            Some(n) => n,
+            None if of_name.is_empty() => {
+                return error(
+                    "VALIDATION_ERROR",
+                    &format!(
+                        "fork_of.run is an episode of case `{recorded}`, which this server does not serve ({})",
+                        served.names()
+                    ),
+                );
+            }
+            None => {
+                let names: Vec<&str> = of_name.iter().map(|n| n.as_str()).collect();
+                return error(
+                    "VALIDATION_ERROR",
+                    &format!(
+                        "fork_of.run is an episode of case `{recorded}`, which names {} served cases: pass `case`, one of {}",
+                        names.len(),
+                        names.join(", ")
+                    ),
+                );
+            }
+        },
+    };
     end_open(session).await;
     let events = prefix.events;
     let forked = json!({"run": prefix.run, "at": prefix.at});
@@ -627,6 +667,8 @@ async fn reset_fork(
         Ok(s) => s,
         Err(e) => return error("FACTORY_ERROR", &format!("{e:#}")),
     };
+    // The case as this server serves it, as a fresh reset names it.
+    s.case.clone_from(name);
     let mut tools = None;
     for event in &events {
         let Some(message) = rederive::message_of(event, s.steps + 1, rules) else {
