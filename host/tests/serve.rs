@@ -1157,6 +1157,167 @@ fn a_reset_that_compiles_its_world_blocks_no_one_else() {
     );
 }
 
+/// SIGTERM while a reset compiles its world's service (a fresh store's
+/// Python service: many seconds) refuses the reset and ends the server
+/// with the compile still under way: the server waited it out, then
+/// began the episode and answered the reset after it was told to stop.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_signal_during_a_reset_s_compile_refuses_it_and_ends_the_server() {
+    let dir = temp_dir();
+    let service = python_service("tests/guests/python-service/counters.py");
+    let worlds = world_with_service(
+        dir.path(),
+        &workspace_root().join("tests/worlds/counters/v1"),
+        "counters",
+        &service,
+    );
+    let case = counters_case(dir.path(), json!([]), "");
+    let store = dir.path().join("store");
+    let (mut server, url) = serve_with(&store, &case, &worlds, &[], &[OWN_COMPILE_CACHE]);
+    // The client says when the compile has begun (its lock is in the
+    // compile cache), then what the reset was answered, or how the
+    // connection closed.
+    let client = "import glob, json, sys, time\n\
+        from websockets.sync.client import connect\n\
+        from websockets.exceptions import ConnectionClosed\n\
+        url, cache = sys.argv[1], sys.argv[2]\n\
+        got = {}\n\
+        with connect(url.replace('http://', 'ws://') + '/ws') as ws:\n\
+        \x20   ws.send(json.dumps({'type': 'reset', 'data': {}}))\n\
+        \x20   deadline = time.monotonic() + 120\n\
+        \x20   while not glob.glob(cache + '/*/*.lock') and time.monotonic() < deadline:\n\
+        \x20       time.sleep(0.005)\n\
+        \x20   print('compiling', flush=True)\n\
+        \x20   try:\n\
+        \x20       while True:\n\
+        \x20           got.setdefault('said', []).append(json.loads(ws.recv(timeout=120)))\n\
+        \x20   except ConnectionClosed as e:\n\
+        \x20       got['closed'] = e.rcvd.code if e.rcvd else None\n\
+        print(json.dumps(got))\n";
+    let mut client = Command::new(openenv_python())
+        .args(["-c", client, &url])
+        .arg(store.join("cache"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the client runs");
+    let mut lines = BufReader::new(client.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "compiling");
+    let locks = || glob_count(&store.join("cache"), "lock");
+    assert!(locks() > 0, "the reset compiles");
+    let signalled = std::time::Instant::now();
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    let status = loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            signalled.elapsed() < std::time::Duration::from_secs(120),
+            "the server did not end"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let compiling_still = locks() > 0;
+    let said: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let _ = client.wait();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        compiling_still,
+        "the server ended before the compile did (it waited {:?} for it)",
+        signalled.elapsed()
+    );
+    // The reset refused, and the connection closed as the server stops.
+    let refused = &said["said"][0];
+    assert_eq!(refused["type"], "error", "{said}");
+    assert!(
+        refused["data"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("the server is stopping")),
+        "{said}"
+    );
+    assert_eq!(said["said"].as_array().map(Vec::len), Some(1), "{said}");
+    assert_eq!(said["closed"], 1001, "{said}");
+    // No episode began.
+    let runs = wl(&store, &[&"runs", &"--json"]);
+    runs.expect_code(0);
+    assert_eq!(
+        serde_json::from_str::<Value>(&runs.stdout).unwrap(),
+        json!([]),
+        "{runs}"
+    );
+}
+
+/// The files of folder `dir`'s subfolders whose names end `.ext`.
+fn glob_count(dir: &Path, ext: &str) -> usize {
+    let Ok(top) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    top.flatten()
+        .filter_map(|d| std::fs::read_dir(d.path()).ok())
+        .flat_map(|d| d.flatten())
+        .filter(|f| f.path().extension().is_some_and(|e| e == ext))
+        .count()
+}
+
+/// A second SIGTERM (past the first sent twice) ends the server at once,
+/// by the signal: the first closes the connections and waits for them
+/// (here one that never answers the close frame: 2 s), and a second was
+/// noted and ignored.
+#[test]
+fn a_second_signal_ends_the_server_at_once() {
+    use std::io::{Read as _, Write as _};
+    use std::os::unix::process::ExitStatusExt as _;
+    let store = temp_dir();
+    let (mut server, url) = serve(store.path(), &scenario(), &[]);
+    let addr = url.strip_prefix("http://").unwrap();
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.write_all(
+        format!("GET /ws HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut said = [0u8; 12];
+    conn.read_exact(&mut said).unwrap();
+    assert_eq!(&said, b"HTTP/1.1 101");
+    let pid = server.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    assert!(
+        server.try_wait().unwrap().is_none(),
+        "the server waits for its connection"
+    );
+    let again = std::time::Instant::now();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    let status = loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            again.elapsed() < std::time::Duration::from_secs(30),
+            "the server did not end"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert_eq!(
+        status.signal(),
+        Some(15),
+        "{status:?} after {:?}",
+        again.elapsed()
+    );
+    assert!(
+        again.elapsed() < std::time::Duration::from_millis(1000),
+        "{:?}",
+        again.elapsed()
+    );
+    drop(conn);
+}
+
 /// Each of `messages` (raw text) sent to the server at `url` in one
 /// connection: the answers, in order.
 fn said_to(url: &str, messages: &[&str]) -> Vec<Value> {

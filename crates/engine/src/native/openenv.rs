@@ -136,13 +136,13 @@ struct Shared {
 /// address once the server accepts. Sessions still open then are ended
 /// and graded before this returns.
 pub fn serve(served: Served, addr: SocketAddr, listening: impl FnOnce(SocketAddr)) -> Result<()> {
-    super::signals::catch();
+    super::signals::catch_then_again();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_io()
         .enable_time()
         .build()?;
-    rt.block_on(async {
+    let served = rt.block_on(async {
         let listener = (tokio::net::TcpListener::bind(addr).await)
             .map_err(|e| InputError::cannot_listen("--addr", addr, &e))?;
         let bound = listener.local_addr()?;
@@ -174,7 +174,12 @@ pub fn serve(served: Served, addr: SocketAddr, listening: impl FnOnce(SocketAddr
         let all = u32::try_from(shared.served.max_sessions).unwrap_or(u32::MAX);
         let _ = tokio::time::timeout(Duration::from_secs(30), shared.slots.acquire_many(all)).await;
         Ok(())
-    })
+    });
+    // A world's compile a reset began is not waited for (its reset was
+    // refused): dropping the runtime waited for it, many seconds after
+    // the signal. The process ends with it.
+    rt.shutdown_background();
+    served
 }
 
 async fn health() -> impl IntoResponse {
@@ -393,6 +398,9 @@ async fn answer(served: &Served, session: &mut Option<Session>, raw: &str) -> Op
         ),
     })
 }
+
+/// Why a reset is refused once SIGINT or SIGTERM has come.
+const STOPPING: &str = "the server is stopping (SIGINT or SIGTERM): no episode begins";
 
 /// Once SIGINT or SIGTERM has come (polled by one task, which tells
 /// `Shared::stop`).
@@ -766,13 +774,24 @@ impl Session {
         // written as it gets them (decision 0416).
         opts.each_line = true;
         let (sandbox, store) = (served.sandbox, served.store);
-        let (case, header) = tokio::task::spawn_blocking(move || -> Result<_> {
+        let loading = tokio::task::spawn_blocking(move || -> Result<_> {
             store.put_case(&case)?;
             super::load_service(sandbox, &case)?;
             let header = super::header(sandbox, &case, agent);
             Ok((case, header))
-        })
-        .await??;
+        });
+        // SIGINT or SIGTERM meanwhile refuses the reset at once, the
+        // compile left to itself: the server waited it out (many
+        // seconds), then began the episode and answered the reset after
+        // it was told to stop.
+        let (case, header) = tokio::select! {
+            biased;
+            () = stopping() => anyhow::bail!("{STOPPING}"),
+            loaded = loading => loaded??,
+        };
+        if super::signals::received() {
+            anyhow::bail!("{STOPPING}");
+        }
         let (handle, receiver) = session::channel();
         let (name, seed, task) = (case.name.clone(), case.seed, case.task.value());
         let mediator = std::thread::Builder::new()
