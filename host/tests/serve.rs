@@ -1494,6 +1494,102 @@ fn a_fork_of_reset_names_the_served_case() {
     );
 }
 
+/// The `export --format FORMAT` of `run`: its one document.
+fn exported(store: &Path, run: &str, format: &str) -> (Value, PathBuf, tempfile::TempDir) {
+    let dir = temp_dir();
+    let file = dir.path().join("out.jsonl");
+    let out = wl(
+        store,
+        &[&"export", &run, &"--format", &format, &"-o", &file],
+    );
+    out.expect_code(0);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let doc = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    (doc, file, dir)
+}
+
+/// The header `history --json` gives `run`.
+fn header_of(store: &Path, run: &str) -> Value {
+    let out = worldline(store, ["history", run, "--json"]);
+    out.expect_code(0);
+    out.json()["header"].clone()
+}
+
+/// A reset's `episode_id` is recorded with its run (the header's
+/// `episode_id`): `history` (text and `--json`) and both exports show it,
+/// a fork with `fork_of` records its own reset's, and a run whose reset
+/// gave none, or forked by `worldline fork`, has none. One past 256 bytes
+/// or with a control character is refused. It was recorded nowhere, and
+/// one of 100 KB was taken.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_reset_s_episode_id_is_recorded_with_its_run() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let long = "e".repeat(257);
+    let said = forked_look(
+        dir.path(),
+        &store,
+        json!([
+            {"fork_of": {"run": "RUN", "at": 1}, "episode_id": "child-ep"},
+            {"fork_of": {"run": "RUN", "at": 1}},
+            {"fork_of": {"run": "RUN", "at": 1}, "episode_id": long},
+            {"fork_of": {"run": "RUN", "at": 1}, "episode_id": "a\nb"},
+        ]),
+    );
+    let parent = said["parent"].as_str().unwrap();
+    let forks = said["forks"].as_array().unwrap();
+    let run_of = |i: usize| {
+        forks[i]["end"]["data"]["observation"]["run_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{said}"))
+            .to_string()
+    };
+    assert_eq!(header_of(&store, parent)["episode_id"], "parent-ep");
+    assert_eq!(header_of(&store, &run_of(0))["episode_id"], "child-ep");
+    let none = header_of(&store, &run_of(1));
+    assert!(none.get("episode_id").is_none(), "{none}");
+    assert_eq!(
+        forks[2]["reset"]["data"]["code"], "VALIDATION_ERROR",
+        "{said}"
+    );
+    assert_eq!(
+        forks[2]["reset"]["data"]["message"],
+        "episode_id is at most 256 bytes (it is recorded with the episode's run), not 257",
+        "{said}"
+    );
+    assert!(
+        forks[3]["reset"]["data"]["message"].as_str().is_some_and(
+            |m| m.starts_with("episode_id holds a control character (U+000A at byte 1)")
+        ),
+        "{said}"
+    );
+    let history = worldline(&store, ["history", parent]);
+    assert!(
+        history
+            .stdout
+            .contains("episode_id (its client's reset): parent-ep"),
+        "{history}"
+    );
+    let (trajectory, _, _d1) = exported(&store, parent, "trajectories");
+    assert_eq!(trajectory["episode_id"], "parent-ep", "{trajectory}");
+    let (atif, _, _d2) = exported(&store, parent, "atif");
+    assert_eq!(atif["extra"]["episode_id"], "parent-ep", "{atif}");
+    let (trajectory, _, _d3) = exported(&store, &run_of(1), "trajectories");
+    assert!(trajectory.get("episode_id").is_none(), "{trajectory}");
+    // A fork by the command line is no client's episode, and the
+    // episode replays as it ran.
+    let fork = worldline(&store, ["fork", parent, "--at", "1", "--json"]);
+    fork.expect_code(0);
+    let forked = fork.json()["run_id"].as_str().unwrap().to_string();
+    assert!(header_of(&store, &forked).get("episode_id").is_none());
+    let replay = worldline(&store, ["replay", parent, "--json"]);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}
+
 /// A reset's `fork_of` naming no run of the store is told what to name
 /// (it was told to "pass a bundle's path", which serve refuses), and an
 /// empty one is told it is empty (it was told it was "not a path").

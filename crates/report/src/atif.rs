@@ -146,6 +146,10 @@ pub fn document(
             "world": b.header.world,
         },
     });
+    // A served episode's id, as its client's `reset` gave it.
+    if let Some(id) = &b.header.episode_id {
+        doc["extra"]["episode_id"] = id.clone().into();
+    }
     // A served episode its client left without `end` (decision 0429).
     if let Some(why) = footer.and_then(|f| f.truncated.as_ref()) {
         doc["extra"]["truncated"] = why.clone().into();

@@ -50,6 +50,10 @@ pub struct Trajectory {
     pub case_hash: String,
     /// Every assertion of the recorded grade (empty when ungraded).
     pub checks: Vec<Value>,
+    /// A served episode's `episode_id`, as its client's `reset` gave it
+    /// (left out when it gave none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub episode_id: Option<String>,
     /// A member of a group: see [`groups`] (left out otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<Value>,
@@ -96,6 +100,7 @@ impl Trajectory {
         let gone = delivery::undelivered(b.events.as_held(), b.header.rules.unwrap_or(0));
         Trajectory {
             group: None,
+            episode_id: b.header.episode_id.clone(),
             model_seed: b.header.model_seed,
             agent_sha256: b.header.agent_sha256.clone(),
             case: b.header.case.clone(),

@@ -33,7 +33,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use worldline_case::case::Case;
 use worldline_case::error::InputError;
-use worldline_log::log::bundle::NativeAgent;
+use worldline_log::log::bundle::{EPISODE_ID_MAX, NativeAgent};
 use worldline_runtime::mediate::boundary::Via;
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
@@ -481,6 +481,9 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
     if !matches!(data["episode_id"], Value::Null | Value::String(_)) {
         return error("VALIDATION_ERROR", "episode_id must be a string");
     }
+    if let Some(why) = data["episode_id"].as_str().and_then(episode_id_refused) {
+        return error("VALIDATION_ERROR", &why);
+    }
     if let Some(fork_of) = data.get("fork_of") {
         return reset_fork(served, session, fork_of, data).await;
     }
@@ -542,6 +545,24 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
             }
         }
     }
+}
+
+/// Why a reset's `episode_id` is refused, if it is: it is recorded in the
+/// run's header and shown on a line of `history`, so it is at most
+/// [`EPISODE_ID_MAX`] bytes and holds no control character (one of 100 KB
+/// was taken, and recorded nowhere).
+fn episode_id_refused(id: &str) -> Option<String> {
+    if id.len() > EPISODE_ID_MAX {
+        return Some(format!(
+            "episode_id is at most {EPISODE_ID_MAX} bytes (it is recorded with the episode's run), not {}",
+            id.len()
+        ));
+    }
+    let (at, c) = id.char_indices().find(|(_, c)| c.is_control())?;
+    Some(format!(
+        "episode_id holds a control character (U+{:04X} at byte {at}): it is recorded with the episode's run and shown on one line",
+        u32::from(c)
+    ))
 }
 
 /// A `reset` with `fork_of: {"run", "at"}`: a session begun from the
@@ -774,10 +795,14 @@ impl Session {
         // written as it gets them (decision 0416).
         opts.each_line = true;
         let (sandbox, store) = (served.sandbox, served.store);
+        let recorded_id = episode_id.map(str::to_string);
         let loading = tokio::task::spawn_blocking(move || -> Result<_> {
             store.put_case(&case)?;
             super::load_service(sandbox, &case)?;
-            let header = super::header(sandbox, &case, agent);
+            let mut header = super::header(sandbox, &case, agent);
+            // The client's name for the episode, for a trainer to find its
+            // run by (it was kept for `state` alone).
+            header.episode_id = recorded_id;
             Ok((case, header))
         });
         // SIGINT or SIGTERM meanwhile refuses the reset at once, the
