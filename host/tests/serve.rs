@@ -1590,6 +1590,80 @@ fn a_reset_s_episode_id_is_recorded_with_its_run() {
     assert_eq!(replay.json()["verdict"], "identical", "{replay}");
 }
 
+/// An episode begun with `fork_of` exports as a fork: `branch: {parent,
+/// event}` as a `fork --samples` branch's `group.branch` has them, with
+/// how many of its first messages (trajectories) or which steps (ATIF,
+/// `extra.replayed`) are the parent's, sent again, not its client's; and
+/// the ATIF document stays valid. They read as the client's own calls,
+/// and nothing said it was a fork.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_fork_of_episode_exports_as_a_fork_its_prefix_the_parent_s() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    // The parent: the reset's listing (event 0), list_deploys (1), end;
+    // the fork goes live at 2 and calls get_alert.
+    let said = forked_look(
+        dir.path(),
+        &store,
+        json!([{"fork_of": {"run": "RUN", "at": 2}}]),
+    );
+    let parent = said["parent"].as_str().unwrap();
+    let child = said["forks"][0]["end"]["data"]["observation"]["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{said}"));
+    let (line, _, _d1) = exported(&store, child, "trajectories");
+    assert_eq!(
+        line["branch"],
+        json!({"parent": parent, "event": 2, "replayed_messages": 2}),
+        "{line}"
+    );
+    let called: Vec<&str> = (line["messages"].as_array().unwrap().iter())
+        .filter_map(|m| m["tool_calls"][0]["function"]["name"].as_str())
+        .collect();
+    assert_eq!(called, ["list_deploys", "get_alert"], "{line}");
+    assert_eq!(
+        line["messages"][2]["tool_calls"][0]["function"]["name"],
+        "get_alert"
+    );
+    let (doc, file, _d2) = exported(&store, child, "atif");
+    assert_eq!(
+        doc["extra"]["branch"],
+        json!({"parent": parent, "event": 2, "replayed_steps": 1}),
+        "{doc}"
+    );
+    let replayed: Vec<(&str, bool)> = (doc["steps"].as_array().unwrap().iter())
+        .filter_map(|s| {
+            let name = s["tool_calls"][0]["function_name"].as_str()?;
+            Some((name, s["extra"]["replayed"] == true))
+        })
+        .collect();
+    assert_eq!(
+        replayed,
+        [("list_deploys", true), ("get_alert", false)],
+        "{doc}"
+    );
+    // The parent itself is no fork.
+    let (line, _, _d3) = exported(&store, parent, "trajectories");
+    assert!(line.get("branch").is_none(), "{line}");
+    let python = std::env::var_os("WORLDLINE_TRAIN_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/train-python/bin/python"));
+    let check = Command::new(python)
+        .arg(tests_dir().join("training/atif_check.py"))
+        .arg(&file)
+        .output()
+        .expect("the atif checker runs");
+    assert!(
+        check.status.success(),
+        "the atif models rejected the export: {}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
+
 /// A reset's `fork_of` naming no run of the store is told what to name
 /// (it was told to "pass a bundle's path", which serve refuses), and an
 /// empty one is told it is empty (it was told it was "not a path").
