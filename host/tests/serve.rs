@@ -945,31 +945,94 @@ fn a_host_without_the_port_is_named_with_those_accepted() {
     let _ = server.wait();
 }
 
-/// `--idle-timeout 0` is refused (it was taken as 1 s without a word).
+/// An `--idle-timeout` of 0, or past a year, is refused, by `serve` and
+/// `mcp --http` alike: 0 was taken as 1 s without a word, and a value
+/// near 2^64 seconds was taken, then overflowed the clock at the first
+/// connection (a panic that ended the server, exit 134).
 #[test]
-fn an_idle_timeout_of_0_is_refused() {
+fn an_idle_timeout_of_0_or_past_a_year_is_refused() {
     let store = temp_dir();
     let (case, worlds) = (scenario(), workspace_root().join("worlds"));
-    let args: [&std::ffi::OsStr; 10] = [
-        "serve".as_ref(),
-        case.as_os_str(),
-        "--addr".as_ref(),
-        "127.0.0.1:0".as_ref(),
-        "--idle-timeout".as_ref(),
-        "0".as_ref(),
-        "--store".as_ref(),
-        store.path().as_os_str(),
-        "--worlds".as_ref(),
-        worlds.as_os_str(),
-    ];
-    let out = crate::common::worldline_raw_within(std::time::Duration::from_secs(30), args)
-        .expect("serve --idle-timeout 0 served");
-    out.expect_code(2);
-    assert!(
-        out.stderr
-            .contains("--idle-timeout: 0 would close every connection"),
-        "{out}"
-    );
+    for (seconds, said) in [
+        ("0", "--idle-timeout: 0 would close every connection"),
+        (
+            "9223372036854775000",
+            "--idle-timeout: 9223372036854775000 is out of range: give 1 to 31536000 seconds (a year)",
+        ),
+        (
+            "31536001",
+            "--idle-timeout: 31536001 is out of range: give 1 to 31536000 seconds",
+        ),
+    ] {
+        let args: [&std::ffi::OsStr; 10] = [
+            "serve".as_ref(),
+            case.as_os_str(),
+            "--addr".as_ref(),
+            "127.0.0.1:0".as_ref(),
+            "--idle-timeout".as_ref(),
+            seconds.as_ref(),
+            "--store".as_ref(),
+            store.path().as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+        ];
+        let out = crate::common::worldline_raw_within(std::time::Duration::from_secs(30), args)
+            .unwrap_or_else(|| panic!("serve --idle-timeout {seconds} served"));
+        out.expect_code(2);
+        assert!(out.stderr.contains(said), "{out}");
+        let args: [&std::ffi::OsStr; 10] = [
+            "mcp".as_ref(),
+            case.as_os_str(),
+            "--http".as_ref(),
+            "127.0.0.1:0".as_ref(),
+            "--idle-timeout".as_ref(),
+            seconds.as_ref(),
+            "--store".as_ref(),
+            store.path().as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+        ];
+        let out = crate::common::worldline_raw_within(std::time::Duration::from_secs(30), args)
+            .unwrap_or_else(|| panic!("mcp --http --idle-timeout {seconds} served"));
+        out.expect_code(2);
+        assert!(out.stderr.contains("--idle-timeout: "), "{out}");
+    }
+}
+
+/// The longest `--idle-timeout` taken (a year) is one the clock adds: a
+/// connection is upgraded and served, and the server goes on.
+#[test]
+fn the_longest_idle_timeout_serves_a_connection() {
+    use std::io::{Read as _, Write as _};
+    let store = temp_dir();
+    let (mut server, url) = serve(store.path(), &scenario(), &["--idle-timeout", "31536000"]);
+    let addr = url.strip_prefix("http://").unwrap();
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.write_all(
+        format!("GET /ws HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut said = [0u8; 12];
+    conn.read_exact(&mut said).unwrap();
+    assert_eq!(&said, b"HTTP/1.1 101");
+    // The upgraded connection is served (an idle deadline a year away),
+    // and so is the next client.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    drop(conn);
+    let health = std::net::TcpStream::connect(addr).and_then(|mut h| {
+        h.write_all(
+            format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )?;
+        let mut said = String::new();
+        h.read_to_string(&mut said)?;
+        Ok(said)
+    });
+    assert!(health.unwrap().starts_with("HTTP/1.1 200"));
+    assert!(server.try_wait().unwrap().is_none(), "the server ended");
+    let _ = server.kill();
+    let _ = server.wait();
 }
 
 /// A case graded on its output or its conversation is refused: an
@@ -1094,6 +1157,167 @@ fn a_reset_that_compiles_its_world_blocks_no_one_else() {
     );
 }
 
+/// SIGTERM while a reset compiles its world's service (a fresh store's
+/// Python service: many seconds) refuses the reset and ends the server
+/// with the compile still under way: the server waited it out, then
+/// began the episode and answered the reset after it was told to stop.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_signal_during_a_reset_s_compile_refuses_it_and_ends_the_server() {
+    let dir = temp_dir();
+    let service = python_service("tests/guests/python-service/counters.py");
+    let worlds = world_with_service(
+        dir.path(),
+        &workspace_root().join("tests/worlds/counters/v1"),
+        "counters",
+        &service,
+    );
+    let case = counters_case(dir.path(), json!([]), "");
+    let store = dir.path().join("store");
+    let (mut server, url) = serve_with(&store, &case, &worlds, &[], &[OWN_COMPILE_CACHE]);
+    // The client says when the compile has begun (its lock is in the
+    // compile cache), then what the reset was answered, or how the
+    // connection closed.
+    let client = "import glob, json, sys, time\n\
+        from websockets.sync.client import connect\n\
+        from websockets.exceptions import ConnectionClosed\n\
+        url, cache = sys.argv[1], sys.argv[2]\n\
+        got = {}\n\
+        with connect(url.replace('http://', 'ws://') + '/ws') as ws:\n\
+        \x20   ws.send(json.dumps({'type': 'reset', 'data': {}}))\n\
+        \x20   deadline = time.monotonic() + 120\n\
+        \x20   while not glob.glob(cache + '/*/*.lock') and time.monotonic() < deadline:\n\
+        \x20       time.sleep(0.005)\n\
+        \x20   print('compiling', flush=True)\n\
+        \x20   try:\n\
+        \x20       while True:\n\
+        \x20           got.setdefault('said', []).append(json.loads(ws.recv(timeout=120)))\n\
+        \x20   except ConnectionClosed as e:\n\
+        \x20       got['closed'] = e.rcvd.code if e.rcvd else None\n\
+        print(json.dumps(got))\n";
+    let mut client = Command::new(openenv_python())
+        .args(["-c", client, &url])
+        .arg(store.join("cache"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the client runs");
+    let mut lines = BufReader::new(client.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "compiling");
+    let locks = || glob_count(&store.join("cache"), "lock");
+    assert!(locks() > 0, "the reset compiles");
+    let signalled = std::time::Instant::now();
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    let status = loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            signalled.elapsed() < std::time::Duration::from_secs(120),
+            "the server did not end"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let compiling_still = locks() > 0;
+    let said: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let _ = client.wait();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        compiling_still,
+        "the server ended before the compile did (it waited {:?} for it)",
+        signalled.elapsed()
+    );
+    // The reset refused, and the connection closed as the server stops.
+    let refused = &said["said"][0];
+    assert_eq!(refused["type"], "error", "{said}");
+    assert!(
+        refused["data"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("the server is stopping")),
+        "{said}"
+    );
+    assert_eq!(said["said"].as_array().map(Vec::len), Some(1), "{said}");
+    assert_eq!(said["closed"], 1001, "{said}");
+    // No episode began.
+    let runs = wl(&store, &[&"runs", &"--json"]);
+    runs.expect_code(0);
+    assert_eq!(
+        serde_json::from_str::<Value>(&runs.stdout).unwrap(),
+        json!([]),
+        "{runs}"
+    );
+}
+
+/// The files of folder `dir`'s subfolders whose names end `.ext`.
+fn glob_count(dir: &Path, ext: &str) -> usize {
+    let Ok(top) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    top.flatten()
+        .filter_map(|d| std::fs::read_dir(d.path()).ok())
+        .flat_map(|d| d.flatten())
+        .filter(|f| f.path().extension().is_some_and(|e| e == ext))
+        .count()
+}
+
+/// A second SIGTERM (past the first sent twice) ends the server at once,
+/// by the signal: the first closes the connections and waits for them
+/// (here one that never answers the close frame: 2 s), and a second was
+/// noted and ignored.
+#[test]
+fn a_second_signal_ends_the_server_at_once() {
+    use std::io::{Read as _, Write as _};
+    use std::os::unix::process::ExitStatusExt as _;
+    let store = temp_dir();
+    let (mut server, url) = serve(store.path(), &scenario(), &[]);
+    let addr = url.strip_prefix("http://").unwrap();
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.write_all(
+        format!("GET /ws HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut said = [0u8; 12];
+    conn.read_exact(&mut said).unwrap();
+    assert_eq!(&said, b"HTTP/1.1 101");
+    let pid = server.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    assert!(
+        server.try_wait().unwrap().is_none(),
+        "the server waits for its connection"
+    );
+    let again = std::time::Instant::now();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    let status = loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            again.elapsed() < std::time::Duration::from_secs(30),
+            "the server did not end"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert_eq!(
+        status.signal(),
+        Some(15),
+        "{status:?} after {:?}",
+        again.elapsed()
+    );
+    assert!(
+        again.elapsed() < std::time::Duration::from_millis(1000),
+        "{:?}",
+        again.elapsed()
+    );
+    drop(conn);
+}
+
 /// Each of `messages` (raw text) sent to the server at `url` in one
 /// connection: the answers, in order.
 fn said_to(url: &str, messages: &[&str]) -> Vec<Value> {
@@ -1159,6 +1383,284 @@ fn cases_of_one_file_name_are_served_by_the_names_test_gives_them() {
     assert!(
         message.contains("accounts/look") && message.contains("incident/look"),
         "{message}"
+    );
+}
+
+/// Cases of one file name (`incident/look`, `accounts/look`) served, an
+/// episode of one and a client's resets with `fork_of`.
+fn served_look_cases(dir: &Path) -> PathBuf {
+    let cases = dir.join("cases");
+    for (folder, name, seed) in [("incident", "look", 3), ("accounts", "look", 4)] {
+        std::fs::create_dir_all(cases.join(folder)).unwrap();
+        std::fs::write(
+            cases.join(folder).join(format!("{name}.toml")),
+            format!(
+                "world = \"incident@v4\"\nseed = {seed}\nclock = 2026-03-01T12:00:00Z\n\
+                 task = {{ message = \"look around\" }}\n"
+            ),
+        )
+        .unwrap();
+    }
+    cases
+}
+
+/// A client (Python, argv[1] the URL) that records an episode of
+/// `accounts/look` (reset with `episode_id` `parent-ep`, one call, `end`)
+/// and then sends each reset of `forks` (JSON, `RUN` standing for that
+/// episode's run id), each answered and followed by `state`, a fork
+/// begun given one call and `end`: `{parent, forks: [{reset, state,
+/// end}]}`.
+const FORKING_CLIENT: &str = "import json, sys\n\
+    from websockets.sync.client import connect\n\
+    def ask(ws, m):\n\
+    \x20   ws.send(json.dumps(m))\n\
+    \x20   return json.loads(ws.recv(timeout=60))\n\
+    out = {'forks': []}\n\
+    with connect(sys.argv[1].replace('http://', 'ws://') + '/ws') as ws:\n\
+    \x20   ask(ws, {'type': 'reset', 'data': {'case': 'accounts/look', 'episode_id': 'parent-ep'}})\n\
+    \x20   ask(ws, {'type': 'step', 'data': {'type': 'call_tool', 'tool_name': 'list_deploys', 'arguments': {}}})\n\
+    \x20   out['parent'] = ask(ws, {'type': 'step', 'data': {'type': 'end'}})['data']['observation']['run_id']\n\
+    \x20   for reset in json.loads(sys.argv[2]):\n\
+    \x20       reset['fork_of']['run'] = out['parent']\n\
+    \x20       said = {'reset': ask(ws, {'type': 'reset', 'data': reset})}\n\
+    \x20       said['state'] = ask(ws, {'type': 'state'})\n\
+    \x20       if said['reset']['type'] == 'observation':\n\
+    \x20           ask(ws, {'type': 'step', 'data': {'type': 'call_tool', 'tool_name': 'get_alert', 'arguments': {'id': 'ALERT-7'}}})\n\
+    \x20           said['end'] = ask(ws, {'type': 'step', 'data': {'type': 'end'}})\n\
+    \x20       out['forks'].append(said)\n\
+    print(json.dumps(out))\n";
+
+/// [`FORKING_CLIENT`] against the served look cases: what it printed.
+fn forked_look(dir: &Path, store: &Path, forks: Value) -> Value {
+    let cases = served_look_cases(dir);
+    let (mut server, url) = serve(store, &cases, &[]);
+    let out = Command::new(openenv_python())
+        .args(["-c", FORKING_CLIENT, &url, &forks.to_string()])
+        .output()
+        .expect("the client runs");
+    let _ = server.kill();
+    let _ = server.wait();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+/// A reset with `fork_of` names the case as this server serves it, as a
+/// fresh reset does (`accounts/look`; its observation and `state` said
+/// `look`), and one also naming a file name two served cases share is
+/// told which to name (it was told "an episode of case `look`, not
+/// `look`").
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_fork_of_reset_names_the_served_case() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let said = forked_look(
+        dir.path(),
+        &store,
+        json!([
+            {"fork_of": {"run": "RUN", "at": 1}},
+            {"fork_of": {"run": "RUN", "at": 1}, "case": "look"},
+            {"fork_of": {"run": "RUN", "at": 1}, "case": "incident/look"},
+            {"fork_of": {"run": "RUN", "at": 1}, "case": "accounts/look"},
+        ]),
+    );
+    let forks = said["forks"].as_array().unwrap();
+    let first = &forks[0];
+    assert_eq!(
+        first["reset"]["data"]["observation"]["case"], "accounts/look",
+        "{said}"
+    );
+    assert_eq!(first["state"]["data"]["case"], "accounts/look", "{said}");
+    assert_eq!(
+        forks[1]["reset"]["data"]["code"], "VALIDATION_ERROR",
+        "{said}"
+    );
+    assert_eq!(
+        forks[1]["reset"]["data"]["message"],
+        "`look` names 2 served cases: pass one of accounts/look, incident/look",
+        "{said}"
+    );
+    assert_eq!(
+        forks[2]["reset"]["data"]["message"],
+        "fork_of.run is an episode of case `accounts/look`, not `incident/look`: leave `case` out of a reset with fork_of, or name `accounts/look`",
+        "{said}"
+    );
+    assert_eq!(
+        forks[3]["reset"]["data"]["observation"]["case"], "accounts/look",
+        "{said}"
+    );
+}
+
+/// The `export --format FORMAT` of `run`: its one document.
+fn exported(store: &Path, run: &str, format: &str) -> (Value, PathBuf, tempfile::TempDir) {
+    let dir = temp_dir();
+    let file = dir.path().join("out.jsonl");
+    let out = wl(
+        store,
+        &[&"export", &run, &"--format", &format, &"-o", &file],
+    );
+    out.expect_code(0);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let doc = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    (doc, file, dir)
+}
+
+/// The header `history --json` gives `run`.
+fn header_of(store: &Path, run: &str) -> Value {
+    let out = worldline(store, ["history", run, "--json"]);
+    out.expect_code(0);
+    out.json()["header"].clone()
+}
+
+/// A reset's `episode_id` is recorded with its run (the header's
+/// `episode_id`): `history` (text and `--json`) and both exports show it,
+/// a fork with `fork_of` records its own reset's, and a run whose reset
+/// gave none, or forked by `worldline fork`, has none. One past 256 bytes
+/// or with a control character is refused. It was recorded nowhere, and
+/// one of 100 KB was taken.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_reset_s_episode_id_is_recorded_with_its_run() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let long = "e".repeat(257);
+    let said = forked_look(
+        dir.path(),
+        &store,
+        json!([
+            {"fork_of": {"run": "RUN", "at": 1}, "episode_id": "child-ep"},
+            {"fork_of": {"run": "RUN", "at": 1}},
+            {"fork_of": {"run": "RUN", "at": 1}, "episode_id": long},
+            {"fork_of": {"run": "RUN", "at": 1}, "episode_id": "a\nb"},
+        ]),
+    );
+    let parent = said["parent"].as_str().unwrap();
+    let forks = said["forks"].as_array().unwrap();
+    let run_of = |i: usize| {
+        forks[i]["end"]["data"]["observation"]["run_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{said}"))
+            .to_string()
+    };
+    assert_eq!(header_of(&store, parent)["episode_id"], "parent-ep");
+    assert_eq!(header_of(&store, &run_of(0))["episode_id"], "child-ep");
+    let none = header_of(&store, &run_of(1));
+    assert!(none.get("episode_id").is_none(), "{none}");
+    assert_eq!(
+        forks[2]["reset"]["data"]["code"], "VALIDATION_ERROR",
+        "{said}"
+    );
+    assert_eq!(
+        forks[2]["reset"]["data"]["message"],
+        "episode_id is at most 256 bytes (it is recorded with the episode's run), not 257",
+        "{said}"
+    );
+    assert!(
+        forks[3]["reset"]["data"]["message"].as_str().is_some_and(
+            |m| m.starts_with("episode_id holds a control character (U+000A at byte 1)")
+        ),
+        "{said}"
+    );
+    let history = worldline(&store, ["history", parent]);
+    assert!(
+        history
+            .stdout
+            .contains("episode_id (its client's reset): parent-ep"),
+        "{history}"
+    );
+    let (trajectory, _, _d1) = exported(&store, parent, "trajectories");
+    assert_eq!(trajectory["episode_id"], "parent-ep", "{trajectory}");
+    let (atif, _, _d2) = exported(&store, parent, "atif");
+    assert_eq!(atif["extra"]["episode_id"], "parent-ep", "{atif}");
+    let (trajectory, _, _d3) = exported(&store, &run_of(1), "trajectories");
+    assert!(trajectory.get("episode_id").is_none(), "{trajectory}");
+    // A fork by the command line is no client's episode, and the
+    // episode replays as it ran.
+    let fork = worldline(&store, ["fork", parent, "--at", "1", "--json"]);
+    fork.expect_code(0);
+    let forked = fork.json()["run_id"].as_str().unwrap().to_string();
+    assert!(header_of(&store, &forked).get("episode_id").is_none());
+    let replay = worldline(&store, ["replay", parent, "--json"]);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}
+
+/// An episode begun with `fork_of` exports as a fork: `branch: {parent,
+/// event}` as a `fork --samples` branch's `group.branch` has them, with
+/// how many of its first messages (trajectories) or which steps (ATIF,
+/// `extra.replayed`) are the parent's, sent again, not its client's; and
+/// the ATIF document stays valid. They read as the client's own calls,
+/// and nothing said it was a fork.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_fork_of_episode_exports_as_a_fork_its_prefix_the_parent_s() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    // The parent: the reset's listing (event 0), list_deploys (1), end;
+    // the fork goes live at 2 and calls get_alert.
+    let said = forked_look(
+        dir.path(),
+        &store,
+        json!([{"fork_of": {"run": "RUN", "at": 2}}]),
+    );
+    let parent = said["parent"].as_str().unwrap();
+    let child = said["forks"][0]["end"]["data"]["observation"]["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{said}"));
+    let (line, _, _d1) = exported(&store, child, "trajectories");
+    assert_eq!(
+        line["branch"],
+        json!({"parent": parent, "event": 2, "replayed_messages": 2}),
+        "{line}"
+    );
+    let called: Vec<&str> = (line["messages"].as_array().unwrap().iter())
+        .filter_map(|m| m["tool_calls"][0]["function"]["name"].as_str())
+        .collect();
+    assert_eq!(called, ["list_deploys", "get_alert"], "{line}");
+    assert_eq!(
+        line["messages"][2]["tool_calls"][0]["function"]["name"],
+        "get_alert"
+    );
+    let (doc, file, _d2) = exported(&store, child, "atif");
+    assert_eq!(
+        doc["extra"]["branch"],
+        json!({"parent": parent, "event": 2, "replayed_steps": 1}),
+        "{doc}"
+    );
+    let replayed: Vec<(&str, bool)> = (doc["steps"].as_array().unwrap().iter())
+        .filter_map(|s| {
+            let name = s["tool_calls"][0]["function_name"].as_str()?;
+            Some((name, s["extra"]["replayed"] == true))
+        })
+        .collect();
+    assert_eq!(
+        replayed,
+        [("list_deploys", true), ("get_alert", false)],
+        "{doc}"
+    );
+    // The parent itself is no fork.
+    let (line, _, _d3) = exported(&store, parent, "trajectories");
+    assert!(line.get("branch").is_none(), "{line}");
+    let python = std::env::var_os("WORLDLINE_TRAIN_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/train-python/bin/python"));
+    let check = Command::new(python)
+        .arg(tests_dir().join("training/atif_check.py"))
+        .arg(&file)
+        .output()
+        .expect("the atif checker runs");
+    assert!(
+        check.status.success(),
+        "the atif models rejected the export: {}",
+        String::from_utf8_lossy(&check.stderr)
     );
 }
 

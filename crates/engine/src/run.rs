@@ -57,6 +57,7 @@ pub fn header_of(sandbox: &Sandbox, agent_sha256: &str, case: &Case) -> Header {
         case_hash: case.hash.clone(),
         engine_hash: sandbox.engine_hash().to_string(),
         env: None,
+        episode_id: None,
         format: bundle::FORMAT.to_string(),
         fuzz: None,
         group: None,

@@ -119,6 +119,23 @@ pub fn document(
     if !tools.is_empty() {
         agent["tool_definitions"] = tools.into();
     }
+    // A fork's steps made of the events before its fork point are its
+    // parent's, sent again: each says so (`extra.replayed`), and the
+    // document names the parent and the point (they read as the
+    // client's own steps).
+    let parent = b.header.parent.as_ref().filter(|p| !p.resumed);
+    let mut replayed = 0;
+    if let Some(p) = parent {
+        for step in &mut steps.list {
+            if step["extra"]["seq"]
+                .as_u64()
+                .is_some_and(|seq| seq < p.event)
+            {
+                step["extra"]["replayed"] = true.into();
+                replayed += 1;
+            }
+        }
+    }
     let total = steps.list.len();
     let mut doc = json!({
         "schema_version": SCHEMA_VERSION,
@@ -146,6 +163,14 @@ pub fn document(
             "world": b.header.world,
         },
     });
+    if let Some(p) = parent {
+        doc["extra"]["branch"] =
+            json!({"parent": p.run, "event": p.event, "replayed_steps": replayed});
+    }
+    // A served episode's id, as its client's `reset` gave it.
+    if let Some(id) = &b.header.episode_id {
+        doc["extra"]["episode_id"] = id.clone().into();
+    }
     // A served episode its client left without `end` (decision 0429).
     if let Some(why) = footer.and_then(|f| f.truncated.as_ref()) {
         doc["extra"]["truncated"] = why.clone().into();

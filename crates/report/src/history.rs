@@ -195,6 +195,9 @@ fn write_head(out: &mut impl Write, t: &Timeline<'_>, hidden: Option<usize>) -> 
     )?;
     let agent_error = b.footer.as_ref().and_then(traceback::agent_error);
     super::run::write_agent_error(out, agent_error.as_ref(), "")?;
+    if let Some(id) = &h.episode_id {
+        writeln!(out, "episode_id (its client's reset): {}", one_line(id))?;
+    }
     if let Some(why) = truncated(b) {
         writeln!(out, "an episode its client left without `end`: {why}")?;
     }

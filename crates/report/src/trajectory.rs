@@ -46,10 +46,22 @@ use worldline_log::log::{Call, Event, Held, asked, delivery};
 #[derive(Serialize)]
 pub struct Trajectory {
     pub agent_sha256: String,
+    /// A fork (of a served episode by a `reset` with `fork_of`, by `fork`,
+    /// a `fork --samples` branch): its parent run and the event it went
+    /// live at, the events before it the parent's, sent again; and for a
+    /// run without model calls, how many of the first `messages` are made
+    /// of those events (`replayed_messages`), not the agent's or the
+    /// client's own. Left out otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<Value>,
     pub case: String,
     pub case_hash: String,
     /// Every assertion of the recorded grade (empty when ungraded).
     pub checks: Vec<Value>,
+    /// A served episode's `episode_id`, as its client's `reset` gave it
+    /// (left out when it gave none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub episode_id: Option<String>,
     /// A member of a group: see [`groups`] (left out otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<Value>,
@@ -94,8 +106,19 @@ impl Trajectory {
         let verdict = footer.and_then(|f| f.verdict());
         // The answers the agent went on without are no turn of its.
         let gone = delivery::undelivered(b.events.as_held(), b.header.rules.unwrap_or(0));
+        let parent = b.header.parent.as_ref().filter(|p| !p.resumed);
+        let (messages, replayed) = messages(&mut b.events, &gone, parent.map(|p| p.event));
+        let branch = parent.map(|p| {
+            let mut branch = json!({"parent": p.run, "event": p.event});
+            if let Some(n) = replayed {
+                branch["replayed_messages"] = json!(n);
+            }
+            branch
+        });
         Trajectory {
+            branch,
             group: None,
+            episode_id: b.header.episode_id.clone(),
             model_seed: b.header.model_seed,
             agent_sha256: b.header.agent_sha256.clone(),
             case: b.header.case.clone(),
@@ -103,7 +126,7 @@ impl Trajectory {
             checks: grade
                 .and_then(|g| g["assertions"].as_array().cloned())
                 .unwrap_or_default(),
-            messages: messages(&mut b.events, &gone),
+            messages,
             reward: footer.and_then(Footer::reward),
             run_id: run_id.to_string(),
             seed: b.header.seed,
@@ -261,8 +284,14 @@ fn tool_message(id: &str, response: worldline_log::log::payload::Answer) -> Valu
 /// call's request put back whole, its answer, and the results of the
 /// calls that answer asked for, when the agent made them after it. An
 /// answer the agent went on without (`gone`) is none of them: the last
-/// model call is the last the agent got an answer to.
-fn messages(held: &mut Held, gone: &BTreeMap<u64, u64>) -> Vec<Value> {
+/// model call is the last the agent got an answer to. With them, for a
+/// run without model calls forked at event `at`, how many of the first
+/// are made of the events before it (the parent's).
+fn messages(
+    held: &mut Held,
+    gone: &BTreeMap<u64, u64>,
+    at: Option<u64>,
+) -> (Vec<Value>, Option<usize>) {
     let last_model = held.as_held().iter().rev().find_map(|e| match e.typed() {
         Call::ModelComplete { .. } if gone.contains_key(&e.seq) => None,
         Call::ModelComplete { request, response } => {
@@ -280,10 +309,14 @@ fn messages(held: &mut Held, gone: &BTreeMap<u64, u64>) -> Vec<Value> {
         let asked = answer.as_ref().map(asked::asked).unwrap_or_default();
         out.extend(answer);
         out.extend(answers_after(held, seq, asked));
-        return out;
+        return (out, None);
     }
     let mut out = Vec::new();
+    let mut replayed = None;
     for e in held.as_held() {
+        if replayed.is_none() && at.is_some_and(|at| e.seq >= at) {
+            replayed = Some(out.len());
+        }
         let (request, response) = match e.typed() {
             Call::ToolsCall { request, response } => (request, response),
             Call::UserSay { request, response } => {
@@ -313,5 +346,6 @@ fn messages(held: &mut Held, gone: &BTreeMap<u64, u64>) -> Vec<Value> {
         }));
         out.push(tool_message(&id, response));
     }
-    out
+    let replayed = at.map(|_| replayed.unwrap_or(out.len()));
+    (out, replayed)
 }

@@ -58,13 +58,10 @@ pub fn exec(args: McpArgs) -> Result<ExitCode> {
         )
         .into());
     }
-    if args.idle_timeout == Some(0) {
-        return Err(InputError::new(
-            "--idle-timeout",
-            "0 would end a session before its first request: give 1 or more seconds",
-        )
-        .into());
-    }
+    let idle = super::serve_cmd::idle_timeout(
+        args.idle_timeout.unwrap_or(IDLE_TIMEOUT),
+        "end a session before its first request",
+    )?;
     let stdio = args.http.is_none();
     let mut case = case::load(&args.case, args.worlds.as_deref())?;
     if let Some(seed) = args.seed {
@@ -91,7 +88,7 @@ pub fn exec(args: McpArgs) -> Result<ExitCode> {
         Some(addr) => Transport::Http {
             listener: std::net::TcpListener::bind(addr)
                 .map_err(|e| InputError::cannot_listen("--http", addr, &e))?,
-            idle: std::time::Duration::from_secs(args.idle_timeout.unwrap_or(IDLE_TIMEOUT)),
+            idle,
         },
     };
     let store = StoreDir::open(&args.common.store)?;

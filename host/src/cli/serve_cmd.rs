@@ -19,6 +19,31 @@ use worldline_store::store::StoreDir;
 /// The most sessions `--max-sessions` allows.
 const MOST_SESSIONS: usize = 4096;
 
+/// The longest `--idle-timeout` taken, in seconds (a year; `mcp --http`'s
+/// too): the clock adds it to the time of each message, and a value near
+/// 2^64 seconds overflowed that sum, a panic at the first connection that
+/// ended the server and every session.
+pub(super) const MOST_IDLE_SECONDS: u64 = 365 * 24 * 60 * 60;
+
+/// An `--idle-timeout` of `seconds` as a duration, or why it is refused:
+/// 0 would close (`closes`) before the first message, and more than
+/// [`MOST_IDLE_SECONDS`] is past what the clock is asked to add.
+pub(super) fn idle_timeout(seconds: u64, closes: &str) -> Result<std::time::Duration, InputError> {
+    if seconds == 0 {
+        return Err(InputError::new(
+            "--idle-timeout",
+            format!("0 would {closes}: give 1 to {MOST_IDLE_SECONDS} seconds"),
+        ));
+    }
+    if seconds > MOST_IDLE_SECONDS {
+        return Err(InputError::new(
+            "--idle-timeout",
+            format!("{seconds} is out of range: give 1 to {MOST_IDLE_SECONDS} seconds (a year)"),
+        ));
+    }
+    Ok(std::time::Duration::from_secs(seconds))
+}
+
 #[derive(Args)]
 pub struct ServeArgs {
     /// The case files (TOML), or folders searched for them as `test`
@@ -89,13 +114,10 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
         )
         .into());
     }
-    if args.idle_timeout == 0 {
-        return Err(InputError::new(
-            "--idle-timeout",
-            "0 would close every connection before its first message: give 1 or more seconds",
-        )
-        .into());
-    }
+    let idle = idle_timeout(
+        args.idle_timeout,
+        "close every connection before its first message",
+    )?;
     if args.max_sessions == 0 || args.max_sessions > MOST_SESSIONS {
         return Err(InputError::new(
             "--max-sessions",
@@ -131,7 +153,7 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
         store,
         cases,
         max_sessions: args.max_sessions,
-        idle: std::time::Duration::from_secs(args.idle_timeout),
+        idle,
         fork: Box::new(move |run, at| {
             // Only the events before the fork point are sent again, held
             // compact as they are read (decision 0380).

@@ -33,7 +33,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use worldline_case::case::Case;
 use worldline_case::error::InputError;
-use worldline_log::log::bundle::NativeAgent;
+use worldline_log::log::bundle::{EPISODE_ID_MAX, NativeAgent};
 use worldline_runtime::mediate::boundary::Via;
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
@@ -136,13 +136,13 @@ struct Shared {
 /// address once the server accepts. Sessions still open then are ended
 /// and graded before this returns.
 pub fn serve(served: Served, addr: SocketAddr, listening: impl FnOnce(SocketAddr)) -> Result<()> {
-    super::signals::catch();
+    super::signals::catch_then_again();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_io()
         .enable_time()
         .build()?;
-    rt.block_on(async {
+    let served = rt.block_on(async {
         let listener = (tokio::net::TcpListener::bind(addr).await)
             .map_err(|e| InputError::cannot_listen("--addr", addr, &e))?;
         let bound = listener.local_addr()?;
@@ -174,7 +174,12 @@ pub fn serve(served: Served, addr: SocketAddr, listening: impl FnOnce(SocketAddr
         let all = u32::try_from(shared.served.max_sessions).unwrap_or(u32::MAX);
         let _ = tokio::time::timeout(Duration::from_secs(30), shared.slots.acquire_many(all)).await;
         Ok(())
-    })
+    });
+    // A world's compile a reset began is not waited for (its reset was
+    // refused): dropping the runtime waited for it, many seconds after
+    // the signal. The process ends with it.
+    rt.shutdown_background();
+    served
 }
 
 async fn health() -> impl IntoResponse {
@@ -394,6 +399,9 @@ async fn answer(served: &Served, session: &mut Option<Session>, raw: &str) -> Op
     })
 }
 
+/// Why a reset is refused once SIGINT or SIGTERM has come.
+const STOPPING: &str = "the server is stopping (SIGINT or SIGTERM): no episode begins";
+
 /// Once SIGINT or SIGTERM has come (polled by one task, which tells
 /// `Shared::stop`).
 async fn stopping() {
@@ -473,6 +481,9 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
     if !matches!(data["episode_id"], Value::Null | Value::String(_)) {
         return error("VALIDATION_ERROR", "episode_id must be a string");
     }
+    if let Some(why) = data["episode_id"].as_str().and_then(episode_id_refused) {
+        return error("VALIDATION_ERROR", &why);
+    }
     if let Some(fork_of) = data.get("fork_of") {
         return reset_fork(served, session, fork_of, data).await;
     }
@@ -534,6 +545,24 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
             }
         }
     }
+}
+
+/// Why a reset's `episode_id` is refused, if it is: it is recorded in the
+/// run's header and shown on a line of `history`, so it is at most
+/// [`EPISODE_ID_MAX`] bytes and holds no control character (one of 100 KB
+/// was taken, and recorded nowhere).
+fn episode_id_refused(id: &str) -> Option<String> {
+    if id.len() > EPISODE_ID_MAX {
+        return Some(format!(
+            "episode_id is at most {EPISODE_ID_MAX} bytes (it is recorded with the episode's run), not {}",
+            id.len()
+        ));
+    }
+    let (at, c) = id.char_indices().find(|(_, c)| c.is_control())?;
+    Some(format!(
+        "episode_id holds a control character (U+{:04X} at byte {at}): it is recorded with the episode's run and shown on one line",
+        u32::from(c)
+    ))
 }
 
 /// A `reset` with `fork_of: {"run", "at"}`: a session begun from the
@@ -600,24 +629,64 @@ async fn reset_fork(
     // that one, and it is one this server serves (a reset naming another,
     // or a server serving another, ran the recorded case without a word).
     let recorded = prefix.case.name.as_str();
-    let of_recorded = |n: &str| served.named(n).is_ok_and(|(_, c)| c.name == recorded);
-    if let Some(named) = data["case"].as_str().filter(|n| !of_recorded(n)) {
-        return error(
-            "VALIDATION_ERROR",
-            &format!(
-                "fork_of.run is an episode of case `{recorded}`, not `{named}`: leave `case` out of a reset with fork_of, or name `{recorded}`"
-            ),
-        );
-    }
-    if !served.cases.iter().any(|(_, c)| c.name == recorded) {
-        return error(
-            "VALIDATION_ERROR",
-            &format!(
-                "fork_of.run is an episode of case `{recorded}`, which this server does not serve ({})",
-                served.names()
-            ),
-        );
-    }
+    // The served case the episode is of, by its served name: the one of
+    // the recorded case's name, or of several (`incident/look`,
+    // `accounts/look`) the one with the content it ran. The observation
+    // and `state` named the recorded case's file name, and a reset naming
+    // two cases' file name was told "an episode of case `look`, not
+    // `look`".
+    let of_name: Vec<&String> = (served.cases.iter())
+        .filter(|(_, c)| c.name == recorded)
+        .map(|(n, _)| n)
+        .collect();
+    let own = match of_name[..] {
+        [one] => Some(one),
+        _ => (served.cases.iter())
+            .find(|(_, c)| c.name == recorded && c.hash == prefix.case.hash)
+            .map(|(n, _)| n),
+    };
+    let shown = own.map_or(recorded, |n| n.as_str());
+    let name = match data["case"].as_str() {
+        Some(named) => match served.named(named) {
+            Ok((n, c)) if c.name == recorded && own.is_none_or(|o| o == n) => n,
+            // A file name several served cases share: which to name.
+            Err(why) if served.cases.iter().any(|(_, c)| c.name == named) => {
+                return error("VALIDATION_ERROR", &why);
+            }
+            other => {
+                let other = other.map_or(named, |(n, _)| n.as_str());
+                return error(
+                    "VALIDATION_ERROR",
+                    &format!(
+                        "fork_of.run is an episode of case `{shown}`, not `{other}`: leave `case` out of a reset with fork_of, or name `{shown}`"
+                    ),
+                );
+            }
+        },
+        None => match own {
+            Some(n) => n,
+            None if of_name.is_empty() => {
+                return error(
+                    "VALIDATION_ERROR",
+                    &format!(
+                        "fork_of.run is an episode of case `{recorded}`, which this server does not serve ({})",
+                        served.names()
+                    ),
+                );
+            }
+            None => {
+                let names: Vec<&str> = of_name.iter().map(|n| n.as_str()).collect();
+                return error(
+                    "VALIDATION_ERROR",
+                    &format!(
+                        "fork_of.run is an episode of case `{recorded}`, which names {} served cases: pass `case`, one of {}",
+                        names.len(),
+                        names.join(", ")
+                    ),
+                );
+            }
+        },
+    };
     end_open(session).await;
     let events = prefix.events;
     let forked = json!({"run": prefix.run, "at": prefix.at});
@@ -627,6 +696,8 @@ async fn reset_fork(
         Ok(s) => s,
         Err(e) => return error("FACTORY_ERROR", &format!("{e:#}")),
     };
+    // The case as this server serves it, as a fresh reset names it.
+    s.case.clone_from(name);
     let mut tools = None;
     for event in &events {
         let Some(message) = rederive::message_of(event, s.steps + 1, rules) else {
@@ -724,13 +795,28 @@ impl Session {
         // written as it gets them (decision 0416).
         opts.each_line = true;
         let (sandbox, store) = (served.sandbox, served.store);
-        let (case, header) = tokio::task::spawn_blocking(move || -> Result<_> {
+        let recorded_id = episode_id.map(str::to_string);
+        let loading = tokio::task::spawn_blocking(move || -> Result<_> {
             store.put_case(&case)?;
             super::load_service(sandbox, &case)?;
-            let header = super::header(sandbox, &case, agent);
+            let mut header = super::header(sandbox, &case, agent);
+            // The client's name for the episode, for a trainer to find its
+            // run by (it was kept for `state` alone).
+            header.episode_id = recorded_id;
             Ok((case, header))
-        })
-        .await??;
+        });
+        // SIGINT or SIGTERM meanwhile refuses the reset at once, the
+        // compile left to itself: the server waited it out (many
+        // seconds), then began the episode and answered the reset after
+        // it was told to stop.
+        let (case, header) = tokio::select! {
+            biased;
+            () = stopping() => anyhow::bail!("{STOPPING}"),
+            loaded = loading => loaded??,
+        };
+        if super::signals::received() {
+            anyhow::bail!("{STOPPING}");
+        }
         let (handle, receiver) = session::channel();
         let (name, seed, task) = (case.name.clone(), case.seed, case.task.value());
         let mediator = std::thread::Builder::new()

@@ -79,13 +79,26 @@ static AGAIN: [&[u8]; 2] = [
     b"SIGTERM again: ending at once; the runs under way are cut off and the report is not written\n",
 ];
 
+/// What [`again`] writes on stderr in `serve` ([`catch_then_again`]).
+static AGAIN_SERVING: [&[u8]; 2] = [
+    b"SIGINT again: ending at once; the episodes under way are cut off, their runs not finished\n",
+    b"SIGTERM again: ending at once; the episodes under way are cut off, their runs not finished\n",
+];
+
+/// Whether [`catch_then_again`] set the actions (`serve`).
+static SERVING: AtomicBool = AtomicBool::new(false);
+
 /// A second signal: the process ends at once, saying so, unless it is the
 /// first sent twice ([`SAME_INTERRUPT_NS`]).
 extern "C" fn again(signal: libc::c_int) {
     if monotonic_ns().saturating_sub(FIRST_AT.load(Ordering::SeqCst)) < SAME_INTERRUPT_NS {
         return;
     }
-    let said = AGAIN[usize::from(signal != libc::SIGINT)];
+    let said = if SERVING.load(Ordering::SeqCst) {
+        AGAIN_SERVING[usize::from(signal != libc::SIGINT)]
+    } else {
+        AGAIN[usize::from(signal != libc::SIGINT)]
+    };
     // SAFETY: write(2), signal(2) and raise(3) are async-signal-safe; the
     // message is static.
     unsafe {
@@ -151,6 +164,17 @@ pub(crate) fn pass_on(pid: u32) {
 pub(crate) fn catch() {
     HELD.store(true, Ordering::SeqCst);
     set(note as *const () as libc::sighandler_t);
+}
+
+/// [`catch`], and a second signal ends the process at once (unless it is
+/// the first sent twice, [`SAME_INTERRUPT_NS`]), saying so: `serve`,
+/// whose first signal closes the connections and ends their episodes
+/// (a second was noted and ignored while the server waited, for a
+/// world's compile among others).
+pub(crate) fn catch_then_again() {
+    HELD.store(true, Ordering::SeqCst);
+    SERVING.store(true, Ordering::SeqCst);
+    set(note_then_again as *const () as libc::sighandler_t);
 }
 
 /// SIGINT's and SIGTERM's action (`signal` is async-signal-safe, so a

@@ -105,6 +105,9 @@ pub struct Group {
     pub size: u64,
 }
 
+/// The longest `episode_id` a served episode records, in bytes.
+pub const EPISODE_ID_MAX: usize = 256;
+
 /// What a run was: enough to find and re-execute it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Header {
@@ -117,6 +120,12 @@ pub struct Header {
     /// variables by name and hash. Absent for a WebAssembly agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<ProcessEnv>,
+    /// A `worldline serve` episode: the `episode_id` its client's `reset`
+    /// gave (at most [`EPISODE_ID_MAX`] bytes), so a trainer finds its
+    /// episode's run. Absent when it gave none, and in a run of any other
+    /// kind, a fork of an episode by `worldline fork` included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub episode_id: Option<String>,
     pub format: String,
     /// A fuzz run: the profile its faults were drawn from (with `seed`), or
     /// the schedule it ran with.

@@ -14,6 +14,7 @@ pub fn valid_bundle(n: u64) -> Vec<u8> {
         case_hash: "b".repeat(64),
         engine_hash: "e".repeat(64),
         env: None,
+        episode_id: None,
         format: bundle::FORMAT.into(),
         fuzz: None,
         group: None,
