@@ -134,6 +134,41 @@ fn a_daemon_holding_the_agent_s_outputs_neither_outlives_the_time_limit_nor_the_
     assert!(process_gone(pid), "the daemon {pid} outlived the run");
 }
 
+/// An agent that stops its own process group (`kill -STOP 0`, as a
+/// terminal's SIGTTIN does to one reading it in the background) stops the
+/// keeper with it: the run ends `timeout` at its limit all the same (it
+/// waited for the stopped keeper's report with no end), and a replay of
+/// it ends too.
+#[test]
+fn an_agent_that_stops_its_own_group_ends_at_the_time_limit() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case_with(dir.path(), "stopped", "[limits]\ntimeout_ms = 1500\n");
+    let started = Instant::now();
+    let out = sh_run(
+        &store,
+        &case,
+        &[],
+        "kill -STOP 0; sleep 60",
+        Duration::from_secs(30),
+    )
+    .expect("the run outlived its 1.5 s limit by far: it waited for a stopped keeper");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the run took {:?} against a 1.5 s limit",
+        started.elapsed()
+    );
+    out.expect_code(3);
+    assert_eq!(out.json()["run_status"], "timeout", "{out}");
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let verify = worldline_raw_within(
+        Duration::from_secs(30),
+        [os("verify"), os(&run), os("--store"), store.as_os_str()],
+    )
+    .expect("verify of the run waited for a stopped keeper");
+    assert!(verify.stdout.contains("timeout"), "{verify}");
+}
+
 #[test]
 fn daemons_an_agent_leaves_behind_end_with_its_run() {
     let dir = temp_dir();

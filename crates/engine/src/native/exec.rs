@@ -22,7 +22,7 @@ use super::signals;
 use crate::run::{RunOptions, RunOutcome};
 use anyhow::{Context, Result};
 use std::os::fd::OwnedFd;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -39,6 +39,10 @@ pub use super::environment::PASSED;
 
 /// How often the run looks at the process, the clock and the signal flag.
 const POLL: Duration = Duration::from_millis(2);
+
+/// How long the keeper gets to report the agent's end once the tree was
+/// killed (the time limit, a signal) before the run ends without it.
+const KEEPER_REPORTS_WITHIN: Duration = Duration::from_secs(2);
 
 /// The process to run and how.
 #[derive(Debug, Clone, Default)]
@@ -272,7 +276,6 @@ fn run_process(
     cmd.args(args)
         .env_clear()
         .current_dir(workdir)
-        .process_group(0)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -309,12 +312,18 @@ fn run_process(
     });
     let waited = tree.watch();
     let deadline = Duration::from_millis(case.limits.timeout_ms);
-    let mut ended_by: Option<Status> = None;
+    let mut ended_by: Option<(Status, std::time::Instant)> = None;
     let status = loop {
         match waited.recv_timeout(POLL) {
             Ok(status) => break status,
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break None,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        // Killed, and the keeper says nothing of it: it is stopped or gone
+        // (an agent's `kill -STOP 0` stopped it, and the run waited with no
+        // end past its time limit); the tree is ended below all the same.
+        if ended_by.is_some_and(|(_, at)| at.elapsed() > KEEPER_REPORTS_WITHIN) {
+            break None;
         }
         let why = if started.elapsed() > deadline {
             Some(Status::Timeout)
@@ -326,10 +335,11 @@ fn run_process(
         if let Some(why) = why
             && ended_by.is_none()
         {
-            ended_by = Some(why);
+            ended_by = Some((why, std::time::Instant::now()));
             tree.kill_all();
         }
     };
+    let ended_by = ended_by.map(|(why, _)| why);
     // Whatever the process started, in its group or not, ends with the
     // run; then what its pipes hold is read, and nothing more is waited for.
     tree.end();

@@ -41,8 +41,9 @@ pub(super) struct Stdio {
     pub stderr: Option<ChildStderr>,
 }
 
-/// Start `cmd` under a keeper. Its stdio, working directory, environment
-/// and process group are `cmd`'s, as for [`Command::spawn`].
+/// Start `cmd` under a keeper, in a session (and process group) of its
+/// own. Its stdio, working directory and environment are `cmd`'s, as for
+/// [`Command::spawn`].
 pub(super) fn spawn(cmd: &mut Command) -> io::Result<Tree> {
     let (read, write) = status_pipe()?;
     let status_fd = write.as_raw_fd();
@@ -95,6 +96,11 @@ impl Tree {
         let root = self.keeper.id() as i32;
         let until = Instant::now() + KILL_FOR;
         loop {
+            // The keeper is in the agent's process group: a `kill -STOP 0`
+            // (or a terminal's SIGTTIN) stops it too, and a stopped keeper
+            // reaps nothing and reports nothing.
+            // SAFETY: a signal to this process's own child, not yet reaped.
+            unsafe { libc::kill(root, libc::SIGCONT) };
             let alive = descendants(root);
             if alive.is_empty() || Instant::now() > until {
                 return;
@@ -166,6 +172,13 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
 fn keep(status: RawFd) -> io::Result<()> {
     // SAFETY: see `spawn`; async-signal-safe calls only.
     unsafe {
+        // A session of its own (a process group too, as before): no
+        // controlling terminal, so an agent that asks one for input
+        // (`getpass`, `read < /dev/tty`) fails at once, where it stopped
+        // the whole group (SIGTTIN), keeper included, until the time limit.
+        if libc::setsid() < 0 {
+            return Err(io::Error::last_os_error());
+        }
         let on: libc::c_ulong = 1;
         if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, on) != 0 {
             return Err(io::Error::last_os_error());
