@@ -427,7 +427,9 @@ fn exit_of(
         }
         (None, None) => {
             exit.status = Status::Trapped;
-            exit.error = Some("the process could not be waited for".into());
+            exit.error = Some(
+                "the process could not be waited for: the keeper of its process tree (a worldline process) was killed, by the agent or another process; what it started was ended".into(),
+            );
         }
     }
     exit

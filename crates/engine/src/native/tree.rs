@@ -107,7 +107,7 @@ impl Tree {
             }
             let tree: BTreeSet<i32> = alive.iter().copied().chain([root]).collect();
             for pid in alive {
-                kill(pid, &tree);
+                kill(pid, root, &tree);
             }
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -323,27 +323,33 @@ unsafe fn close_all_but(keep: RawFd) {
 fn descendants(root: i32) -> Vec<i32> {
     let mut children: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
     let mut zombies = BTreeSet::new();
-    for (pid, ppid, state) in processes() {
+    // The keeper's session (its id is the keeper's pid): what the agent
+    // started and left there is found even when the keeper is gone (an
+    // agent that SIGKILLed it left its background children to init).
+    let mut session = Vec::new();
+    for (pid, ppid, state, sid) in processes() {
         children.entry(ppid).or_default().push(pid);
         if state == 'Z' || state == 'X' {
             zombies.insert(pid);
+        } else if sid == Some(root) && pid != root {
+            session.push(pid);
         }
     }
-    let mut found = Vec::new();
-    let mut next = vec![root];
+    let mut found = BTreeSet::new();
+    let mut next: Vec<i32> = [root].into_iter().chain(session.iter().copied()).collect();
+    found.extend(session);
     while let Some(parent) = next.pop() {
         for &child in children.get(&parent).into_iter().flatten() {
-            next.push(child);
-            if !zombies.contains(&child) {
-                found.push(child);
+            if !zombies.contains(&child) && found.insert(child) {
+                next.push(child);
             }
         }
     }
-    found
+    found.into_iter().collect()
 }
 
-/// Every process as (pid, parent pid, state).
-fn processes() -> Vec<(i32, i32, char)> {
+/// Every process as (pid, parent pid, state, session id).
+fn processes() -> Vec<(i32, i32, char, Option<i32>)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -353,7 +359,7 @@ fn processes() -> Vec<(i32, i32, char)> {
         .filter_map(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
             let (ppid, state) = parent_and_state(&stat)?;
-            Some((pid, ppid, state))
+            Some((pid, ppid, state, session_of(&stat)))
         })
         .collect()
 }
@@ -368,10 +374,18 @@ fn parent_and_state(stat: &str) -> Option<(i32, char)> {
     Some((ppid, state))
 }
 
-/// SIGKILL `pid` if its parent is still in `tree` (checked through a
+/// The session id of a `/proc/PID/stat` line (`... STATE PPID PGRP
+/// SESSION ...`).
+fn session_of(stat: &str) -> Option<i32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// SIGKILL `pid` if its parent is still in `tree`, or it is still in the
+/// session of the keeper `root` (checked through a
 /// pidfd where the kernel has them, so a pid reused meanwhile is never
 /// hit).
-fn kill(pid: i32, tree: &BTreeSet<i32>) {
+fn kill(pid: i32, root: i32, tree: &BTreeSet<i32>) {
     // SAFETY: pidfd_open with a pid and no flags; the descriptor returned
     // is owned below.
     let (target, no_flags): (libc::c_long, libc::c_long) = (pid.into(), 0);
@@ -388,10 +402,9 @@ fn kill(pid: i32, tree: &BTreeSet<i32>) {
     }
     // SAFETY: `fd` was just returned by pidfd_open.
     let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-    let parent = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| parent_and_state(&stat));
-    if !parent.is_some_and(|(ppid, _)| tree.contains(&ppid)) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let parent = parent_and_state(&stat);
+    if !parent.is_some_and(|(ppid, _)| tree.contains(&ppid)) && session_of(&stat) != Some(root) {
         return;
     }
     // SAFETY: a pidfd owned here, a signal number, no info, no flags.
@@ -418,6 +431,36 @@ mod tests {
         );
         assert_eq!(parent_and_state("1 (init) R 0"), Some((0, 'R')));
         assert_eq!(parent_and_state("garbage"), None);
+    }
+
+    /// An agent that kills its keeper leaves what it started to init; what
+    /// is still in the keeper's session is found and ended with the tree
+    /// all the same (it ran on after the run, for good).
+    #[test]
+    fn what_an_agent_left_after_killing_its_keeper_is_ended_with_the_tree() {
+        let mut cmd = Command::new("/bin/sh");
+        cmd.args(["-c", "sleep 30 & echo $!; kill -9 $PPID; exit 0"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let mut tree = spawn(&mut cmd).unwrap();
+        let mut out = tree.stdio().stdout.unwrap();
+        assert_eq!(tree.watch().recv().unwrap(), None, "the keeper died unsaid");
+        let mut pid = String::new();
+        let mut byte = [0u8];
+        while out.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
+            pid.push(byte[0] as char);
+        }
+        let pid: i32 = pid.trim().parse().unwrap();
+        tree.end();
+        let gone = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| parent_and_state(&s))
+            .is_none_or(|(_, state)| state == 'Z');
+        assert!(
+            gone,
+            "{pid}, started before the keeper was killed, outlived its tree"
+        );
     }
 
     #[test]
