@@ -3,9 +3,10 @@
 //! at most [`MAX_CONNECTIONS`] connections at once (more wait in the
 //! kernel's queue), HTTP/1 only, and a connection that has not sent a
 //! request's headers [`HEADERS_WITHIN`] after it began waiting for them
-//! (an idle keep-alive connection included) is closed. What a request
-//! may do once its headers are in is the request guard's
-//! ([`super::guard`]).
+//! (an idle keep-alive connection included) is closed. A request received
+//! whole is answered (so mediated and recorded) even when the client has
+//! shut its side since. What a request may do once its headers are in is
+//! the request guard's ([`super::guard`]).
 
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -52,8 +53,14 @@ pub async fn serve(listener: TcpListener, app: axum::Router, shutdown: impl Futu
         tokio::spawn(async move {
             let _slot = slot;
             let mut builder = hyper::server::conn::http1::Builder::new();
+            // A request received whole is answered, and so mediated and
+            // recorded, whatever the client does next: closing its side
+            // ended the connection with the requests still to be answered
+            // dropped, so one run of a sequential agent recorded them and
+            // the next did not, by timing (a replay diverged).
             builder
                 .timer(TokioTimer::new())
+                .half_close(true)
                 .header_read_timeout(HEADERS_WITHIN);
             // Upgrades allowed (`serve`'s WebSockets): a connection that
             // upgraded leaves this loop's count once handed over.
