@@ -158,17 +158,74 @@ impl Collector {
     }
 }
 
+/// `line`, when it is JSON, as the last JSON line. A byte-order mark
+/// before it is not part of it, and JSON nested deeper than the parser
+/// reads (128) is JSON all the same (a guest's output of that depth is
+/// taken): both made the line no output, and an earlier line the answer.
 fn note_line(line: &[u8], last: &mut Option<String>) {
     let text = String::from_utf8_lossy(line);
-    let text = text.trim();
-    if !text.is_empty() && serde_json::from_str::<serde_json::Value>(text).is_ok() {
+    let text = text.trim().trim_start_matches('\u{feff}');
+    let json = match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+        Ok(_) => true,
+        Err(e) => e.to_string().starts_with("recursion limit exceeded") && balanced(text),
+    };
+    if !text.is_empty() && json {
         *last = Some(text.to_string());
     }
+}
+
+/// Whether `text`'s brackets and braces close, each as it opened, outside
+/// its strings: a line past the parser's depth is taken for JSON only
+/// then (200 `[` and nothing after were).
+fn balanced(text: &str) -> bool {
+    let (mut open, mut in_string, mut escaped) = (Vec::new(), false, false);
+    for c in text.chars() {
+        match (in_string, escaped, c) {
+            (true, true, _) => escaped = false,
+            (true, false, '\\') => escaped = true,
+            (true, false, '"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, '"') => in_string = true,
+            (false, _, '[' | '{') => open.push(c),
+            (false, _, ']') if open.pop() != Some('[') => return false,
+            (false, _, '}') if open.pop() != Some('{') => return false,
+            _ => {}
+        }
+    }
+    open.is_empty() && !in_string
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A last line that is JSON is the output though a byte-order mark
+    /// comes before it or it is nested past the parser's depth (an
+    /// earlier JSON line was taken for the output, unsaid).
+    #[test]
+    fn a_json_line_behind_a_bom_or_nested_deep_is_the_output() {
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let text = format!("{{\"first\": true}}\n{deep}\n");
+        assert_eq!(
+            read(text.as_bytes(), 10_000).last_json.as_deref(),
+            Some(&deep[..])
+        );
+        let text = "{\"first\": true}\n\u{feff}{\"answer\": 1}\n";
+        assert_eq!(
+            read(text.as_bytes(), 100).last_json.as_deref(),
+            Some("{\"answer\": 1}")
+        );
+        let unclosed = format!("{{\"first\": true}}\n{}\n", "[".repeat(200));
+        assert_eq!(
+            read(unclosed.as_bytes(), 10_000).last_json.as_deref(),
+            Some("{\"first\": true}")
+        );
+        let broken = "{\"first\": true}\n{\"answer\": \n";
+        assert_eq!(
+            read(broken.as_bytes(), 100).last_json.as_deref(),
+            Some("{\"first\": true}")
+        );
+    }
 
     #[test]
     fn keeps_the_first_bytes_and_the_last_json_line() {
