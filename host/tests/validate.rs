@@ -298,3 +298,52 @@ fn validate_compiles_a_world_s_service_once_for_all_its_jobs() {
     );
     assert!(out.stdout.contains("validate: 2 cases"), "{out}");
 }
+
+/// `validate -k` validates only the cases the expression selects, as
+/// `test -k` reads it (a 600-case import was validated by listing files),
+/// and one that selects none is a usage error naming near names.
+#[test]
+fn a_filter_validates_only_the_cases_it_selects() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    for name in ["close-a", "close-b", "other"] {
+        write_case(
+            &cases,
+            name,
+            &format!(
+                "{HEAD}task = {{ ticket = \"T-1\" }}\n\n[expect]\n\
+                 [[expect.gold]]\ntool = \"close_ticket\"\nargs = {{ id = \"T-1\" }}\n"
+            ),
+        );
+    }
+    let store = dir.path().join("store");
+    let worlds = worlds_dir();
+    let run = |filter: &str| {
+        worldline(
+            &store,
+            [
+                "validate",
+                cases.to_str().unwrap(),
+                "--worlds",
+                worlds.to_str().unwrap(),
+                "-k",
+                filter,
+                "--json",
+            ],
+        )
+    };
+    let out = run("close and not b");
+    out.expect_code(0);
+    let names: Vec<&str> = (out.json()["results"].as_array().unwrap().iter())
+        .map(|r| r["case"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["close-a"], "{out}");
+    let none = run("clsoe-c");
+    none.expect_code(2);
+    assert!(
+        none.stderr
+            .contains("selects none of the 3 case(s); near names"),
+        "{none}"
+    );
+}

@@ -26,8 +26,43 @@ pub struct ValidateArgs {
     /// Cases validated at once (default: the number of cores).
     #[arg(long, value_parser = super::jobs_arg)]
     pub jobs: Option<usize>,
+    /// Validate only the cases this expression selects, as `test -k` reads
+    /// it: words match part of the case name (without regard to case);
+    /// `tag:T`, `world:W`, `path:P`, `name:N` take `*` globs; combine with
+    /// `and`, `or`, `not` and parentheses.
+    #[arg(long, short = 'k', value_name = "EXPR")]
+    pub filter: Option<String>,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// The case files of `paths` that `filter` selects, as `test -k` selects
+/// them (read from each file's header and world.toml), with those whose
+/// header does not read (their error is the report's); a filter that
+/// selects none is a usage error naming near names.
+fn selected(
+    paths: Vec<PathBuf>,
+    filter: &str,
+    worlds: Option<&std::path::Path>,
+) -> Result<Vec<PathBuf>> {
+    use worldline_engine::suite::pick::{self, Selection};
+    let selection = Selection {
+        filter: Some(pick::filter(filter)?),
+        ..Selection::default()
+    };
+    let s = pick::pick(paths.clone(), &selection, |path| {
+        let h = case::header(path, worlds)?;
+        Ok((Ok(()), h.world, h.tags))
+    })?;
+    let keep: std::collections::BTreeSet<&std::path::Path> = (s.entries.iter())
+        .map(|e| e.path.as_path())
+        .chain(s.broken.iter().map(|e| e.file.as_path()))
+        .collect();
+    Ok(paths
+        .iter()
+        .filter(|p| keep.contains(p.as_path()))
+        .cloned()
+        .collect())
 }
 
 /// Load the service of each world the cases use, once, before the cases
@@ -69,7 +104,10 @@ pub fn exec(mut args: ValidateArgs) -> Result<ExitCode> {
             }
         }
     }
-    let paths = discover::expand(&args.cases)?;
+    let mut paths = discover::expand(&args.cases)?;
+    if let Some(filter) = &args.filter {
+        paths = selected(paths, filter, args.worlds.as_deref())?;
+    }
     let store = StoreDir::open(&args.common.store)?;
     let sandbox =
         Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
