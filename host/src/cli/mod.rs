@@ -898,6 +898,18 @@ mod tests {
         assert!(cli.is_ok(), "{cli:?}");
     }
 
+    /// `test --list` with `--junit` or `--events` is refused (it wrote
+    /// neither, and said nothing).
+    #[test]
+    fn test_s_list_refuses_the_reports_it_would_not_write() {
+        for flag in ["--junit", "--events"] {
+            let parsed =
+                Cli::command().try_get_matches_from(["worldline", "test", "--list", flag, "f"]);
+            let e = parsed.err().map(|e| e.kind());
+            assert_eq!(e, Some(clap::error::ErrorKind::ArgumentConflict), "{flag}");
+        }
+    }
+
     /// A subcommand's arguments are added when it is built (`defer`),
     /// after its own line of help: an `Args` struct with a doc comment,
     /// flattened or not, would replace that line with its own.

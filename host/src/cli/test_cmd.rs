@@ -78,8 +78,10 @@ pub struct TestArgs {
     /// Stop starting cases after the first that does not pass.
     #[arg(long)]
     pub fail_fast: bool,
-    /// Print the cases that would run, and run nothing.
-    #[arg(long)]
+    /// Print the cases that would run, and run nothing (no report to
+    /// write: `--junit` and `--events` with it are refused; they wrote
+    /// nothing, unsaid).
+    #[arg(long, conflicts_with_all = ["junit", "events"])]
     pub list: bool,
     /// Resume every incomplete run (killed: no footer) in the store of the
     /// selected cases, as `worldline resume` does, instead of running them.
