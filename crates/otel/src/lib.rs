@@ -166,7 +166,12 @@ fn each_span(
     let footer = b.footer.as_ref();
     let status = footer.map_or("incomplete", |f| f.status.as_str());
     let grade = footer.and_then(|f| f.verdict());
-    let failed = footer.is_none_or(|f| f.status.overrides_grade() || grade == Some("failed"));
+    // Failed as `runs`, `run` and `test` say it: a run with a failure
+    // signature (a fault, a failed grade, a limit or an error the case did
+    // not expect), or none to read (killed before its footer). A limit
+    // without `[expect]` was OK, its reason the description.
+    let signature = footer.and_then(worldline_log::log::signature::of_footer);
+    let failed = footer.is_none() || signature.is_some();
     let mut attrs = vec![
         text("gen_ai.operation.name", "invoke_agent"),
         text("gen_ai.agent.name", case.clone()),
@@ -203,8 +208,7 @@ fn each_span(
             } else {
                 status::StatusCode::Ok
             }) as i32,
-            message: footer
-                .and_then(worldline_log::log::signature::of_footer)
+            message: signature
                 .map(|s| match redactor.as_deref_mut() {
                     Some(r) => r.text(&s),
                     None => s,
