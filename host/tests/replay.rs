@@ -1082,3 +1082,109 @@ fn verify_writes_each_replay_as_it_comes() {
         "the first line came at {first_at:?}, all of them at {all_at:?}: {rest:?}"
     );
 }
+
+/// `run CASE --agent AGENT --worlds tests/worlds --json` (any exit code).
+fn run_demo(store: &Path, case: &Path, agent: &Path) -> CliOutput {
+    common::run_in(store, case, agent, &worlds_dir())
+}
+
+/// A case on `world` whose hostile agent loops until a limit stops it.
+fn looping(dir: &Path, name: &str, world: &str, limits: &str) -> PathBuf {
+    write_case(
+        dir,
+        name,
+        &format!(
+            "world = \"{world}\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = {{ mode = \"loop\" }}\n[limits]\n{limits}\n"
+        ),
+    )
+}
+
+/// A case whose hostile agent loops until the watchdog stops it.
+fn watched(dir: &Path) -> PathBuf {
+    looping(
+        dir,
+        "watched",
+        "demo@v1",
+        "fuel = 1_000_000_000_000_000\ntimeout_ms = 300",
+    )
+}
+
+/// Two runs of the same events and final state that ended otherwise (one
+/// out of fuel, the other stopped by the watchdog) differ: `diff` says
+/// how each ended (text, `--json` `status` and `outcomes`, the UI's page)
+/// and exits 1 (it said "same events", "final states: identical", exit
+/// 0), with a note that they are runs of different cases; runs of
+/// different worlds get a note saying so (a long state diff came without
+/// a word).
+#[test]
+fn diff_says_how_two_runs_ended_and_of_what_cases_and_worlds() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let fuel = looping(dir.path(), "fuel", "demo@v1", "fuel = 50_000_000");
+    let a = run_demo(&store, &fuel, &hostile());
+    a.expect_code(3);
+    let b = run_demo(&store, &watched(dir.path()), &hostile());
+    b.expect_code(3);
+    assert_eq!(a.json()["status"], "out_of_fuel", "{a}");
+    assert_eq!(b.json()["status"], "timeout", "{b}");
+    let (a, b) = (run_id(&a), run_id(&b));
+
+    let d = wl(&store, &[&"diff", &a, &b, &"--json"]);
+    d.expect_code(1);
+    let doc = d.json();
+    assert!(doc["first_divergence"].is_null(), "{d}");
+    assert_eq!(doc["status"], json!(["out_of_fuel", "timeout"]), "{d}");
+    assert_eq!(doc["outcomes"], json!(["out_of_fuel", "timeout"]), "{d}");
+    let notes = doc["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{d}");
+    assert!(
+        notes[0]
+            .as_str()
+            .unwrap()
+            .contains("different cases: a `fuel`, b `watched`"),
+        "{d}"
+    );
+    let t = wl(&store, &[&"diff", &a, &b]);
+    t.expect_code(1);
+    assert!(
+        t.stdout.contains("note: the runs are of different cases"),
+        "{t}"
+    );
+    assert!(
+        t.stdout
+            .contains("endings differ:\n  a: out_of_fuel\n  b: timeout\n"),
+        "{t}"
+    );
+    // A run against itself ends as itself: no difference.
+    wl(&store, &[&"diff", &a, &a]).expect_code(0);
+
+    // A run of another world: a note says so.
+    let support = looping(
+        dir.path(),
+        "fuel-support",
+        "support@v1",
+        "fuel = 50_000_000",
+    );
+    let c = common::run_in(
+        &store,
+        &support,
+        &hostile(),
+        &workspace_root().join("worlds"),
+    );
+    c.expect_code(3);
+    let c = run_id(&c);
+    let w = wl(&store, &[&"diff", &a, &c]);
+    w.expect_code(1);
+    assert!(
+        w.stdout
+            .contains("note: the runs are of different worlds: a `demo@v1`, b `support@v1`"),
+        "{w}"
+    );
+
+    // The UI's diff page says the endings and the note too.
+    let server = crate::ui_support::Server::start(&store, &[]);
+    let page = server.get(&format!("/diff?a={a}&b={b}"));
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("id=\"ending-diff\""), "{}", page.body);
+    assert!(page.body.contains("different cases"), "{}", page.body);
+}

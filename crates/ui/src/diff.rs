@@ -1,6 +1,8 @@
 //! The diff page: two runs side by side at the first event where they
 //! differ, the values that differ highlighted on each side, and the
-//! difference of their final states and outputs, coloured by kind.
+//! difference of their final states and outputs, coloured by kind, and of
+//! how each ended; a note first when the runs are of different cases or
+//! worlds.
 
 use super::event::diff_lines;
 use super::html::{json_against, layout, url};
@@ -61,6 +63,22 @@ fn outputs(o: &[Option<String>; 2]) -> Markup {
     }
 }
 
+/// How each run ended, when they ended otherwise: status and outcome.
+fn endings(e: &[compare::Ending; 2]) -> Markup {
+    if e[0] == e[1] {
+        return html! {};
+    }
+    let one = |e: &compare::Ending| {
+        html! {
+            p.mono { (e.status) @if e.outcome != e.status { " (" (e.outcome) ")" } }
+        }
+    };
+    html! {
+        h2 { "Ending" }
+        div.grid #ending-diff { div { h3 { "a" } (one(&e[0])) } div { h3 { "b" } (one(&e[1])) } }
+    }
+}
+
 pub(crate) fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
     let get = |k: &str| q.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
     let (Some(a), Some(b)) = (get("a"), get("b")) else {
@@ -74,10 +92,12 @@ pub(crate) fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
     let mut redactor = app.redactor()?;
     let sides = compare::sides(&a, &b, redactor.as_mut());
     let ([na, nb], first, d, outs) = (sides.events, sides.first, sides.state, sides.outputs);
+    let (ends, notes) = (sides.endings, sides.notes);
     let link = |id: &str| html! { a.mono href={ "/run/" (url(id)) } { (id) } };
     let o = html! {
         (form(&ida, &idb))
         p { "a: " (link(&ida)) " (" (na) " events) · b: " (link(&idb)) " (" (nb) " events)" }
+        @if !notes.is_empty() { div.note #diff-notes { @for n in &notes { p { "note: " (n) } } } }
         @match &first {
             None => { p #first-difference { "same events" } }
             Some(f) => {
@@ -91,6 +111,7 @@ pub(crate) fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
         h2 { "Final state, a → b" }
         @if d.is_empty() { p #state-diff { "identical" } } @else { (diff_lines("state-diff", &d)) }
         (outputs(&outs))
+        (endings(&ends))
     };
     Ok(Reply::Page(layout("diff", o)))
 }
