@@ -1188,3 +1188,30 @@ fn diff_says_how_two_runs_ended_and_of_what_cases_and_worlds() {
     assert!(page.body.contains("id=\"ending-diff\""), "{}", page.body);
     assert!(page.body.contains("different cases"), "{}", page.body);
 }
+
+/// The UI's diff page shows a run that returned nothing as having no
+/// output (it showed the string "(none)", quoted as an output of that
+/// text is).
+#[test]
+fn the_ui_diff_shows_a_missing_output_as_none() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let fuel = looping(dir.path(), "fuel", "demo@v1", "fuel = 50_000_000");
+    let a = run_demo(&store, &fuel, &hostile());
+    a.expect_code(3);
+    let done = write_case(
+        dir.path(),
+        "done",
+        "world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = { calls = [] }\n",
+    );
+    let e = run_demo(&store, &done, &caller());
+    e.expect_code(0);
+    assert!(e.json()["output"].is_string(), "{e}");
+    let (a, e) = (run_id(&a), run_id(&e));
+    let server = crate::ui_support::Server::start(&store, &[]);
+    let page = server.get(&format!("/diff?a={a}&b={e}"));
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("id=\"output-diff\""), "{}", page.body);
+    assert!(page.body.contains("no output"), "{}", page.body);
+    assert!(!page.body.contains("(none)"), "{}", page.body);
+}

@@ -45,21 +45,25 @@ fn side(id: &str, i: usize, e: Option<&Event>, other: Option<&Event>, class: &st
 }
 
 /// What the two runs returned, when they differ: each as the JSON value it
-/// is, else its text, and `(none)` for a run that returned nothing (an
-/// output showed as one escaped string, none as `""`), as `diff` prints
-/// them.
+/// is, else its text, and a run that returned nothing said to have no
+/// output (it was shown as the string `"(none)"`, as a run that returned
+/// that text is).
 fn outputs(o: &[Option<String>; 2]) -> Markup {
-    let shown = |o: &Option<String>| match o {
-        None => Value::String("(none)".into()),
-        Some(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())),
+    let shown = |o: &Option<String>| {
+        o.as_ref()
+            .map(|text| serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())))
     };
     let (a, b) = (shown(&o[0]), shown(&o[1]));
     if a == b {
         return html! {};
     }
+    let one = |v: &Option<Value>, other: &Option<Value>, class: &str| match v {
+        None => html! { p.absent { em { "no output" } } },
+        Some(v) => json_against(v, Some(other.as_ref().unwrap_or(&Value::Null)), class),
+    };
     html! {
         h2 { "Output" }
-        div.grid #output-diff { (json_against(&a, Some(&b), "del")) (json_against(&b, Some(&a), "ins")) }
+        div.grid #output-diff { (one(&a, &b, "del")) (one(&b, &a, "ins")) }
     }
 }
 
