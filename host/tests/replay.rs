@@ -1215,3 +1215,40 @@ fn the_ui_diff_shows_a_missing_output_as_none() {
     assert!(page.body.contains("no output"), "{}", page.body);
     assert!(!page.body.contains("(none)"), "{}", page.body);
 }
+
+/// A line of `diff`'s state diff is cut at 16 KiB, as `run` and `grade`
+/// cut one (a note of 40,000 characters was printed whole); `--json`
+/// holds it whole.
+#[test]
+fn diff_cuts_a_long_state_diff_line_as_run_does() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let long = "x".repeat(40_000);
+    let noted = write_case(
+        dir.path(),
+        "noted",
+        &format!(
+            "world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [{{tool=\"add_note\", args={{ticket=\"T-1\", text=\"{long}\", author=\"a\"}}}}] }}\n"
+        ),
+    );
+    let plain = write_case(
+        dir.path(),
+        "plain",
+        "world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = { calls = [] }\n",
+    );
+    let a = run_demo(&store, &plain, &caller());
+    a.expect_code(0);
+    let b = run_demo(&store, &noted, &caller());
+    b.expect_code(0);
+    let (a, b) = (run_id(&a), run_id(&b));
+    let t = wl(&store, &[&"diff", &a, &b, &"--full"]);
+    t.expect_code(1);
+    let longest = t.stdout.lines().map(str::len).max().unwrap();
+    assert!(longest < 17 * 1024, "a line of {longest} bytes");
+    assert!(
+        t.stdout.contains("bytes more; `--json` holds it whole)"),
+        "{t}"
+    );
+    let j = wl(&store, &[&"diff", &a, &b, &"--json"]);
+    assert!(j.stdout.contains(&long), "--json holds it whole");
+}

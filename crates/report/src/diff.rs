@@ -346,8 +346,10 @@ pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()>
         writeln!(out, "final states: identical")?;
     } else {
         writeln!(out, "final state, a -> b:")?;
+        // Each line at most as long as `run` and `grade` show one (a
+        // 2M-character value was printed whole).
         for l in c.state.lines() {
-            writeln!(out, "  {l}")?;
+            writeln!(out, "  {}", super::field(&l))?;
         }
     }
     // What each run returned (a run may answer otherwise with the same
