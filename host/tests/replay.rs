@@ -1252,3 +1252,33 @@ fn diff_cuts_a_long_state_diff_line_as_run_does() {
     let j = wl(&store, &[&"diff", &a, &b, &"--json"]);
     assert!(j.stdout.contains(&long), "--json holds it whole");
 }
+
+/// `verify`'s text says the runs the watchdog stopped apart from those
+/// identical or verified, as `--json` does (it counted them among
+/// those: `2 runs: 2 identical or verified` with one a timeout).
+#[test]
+fn verify_says_the_runs_the_watchdog_stopped_apart() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let done = write_case(
+        dir.path(),
+        "done",
+        "world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = { calls = [] }\n",
+    );
+    let t = run_demo(&store, &watched(dir.path()), &hostile());
+    t.expect_code(3);
+    assert_eq!(t.json()["status"], "timeout", "{t}");
+    run_demo(&store, &done, &caller()).expect_code(0);
+    let v = wl(&store, &[&"verify"]);
+    v.expect_code(0);
+    assert!(
+        v.stdout.contains("2 runs: 1 identical or verified ("),
+        "{v}"
+    );
+    assert!(
+        v.stdout.contains("), 1 timeout (stopped by the watchdog"),
+        "{v}"
+    );
+    let j = wl(&store, &[&"verify", &"--json"]);
+    assert_eq!(j.json()["timeout"], 1, "{j}");
+}
