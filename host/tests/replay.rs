@@ -1282,3 +1282,27 @@ fn verify_says_the_runs_the_watchdog_stopped_apart() {
     let j = wl(&store, &[&"verify", &"--json"]);
     assert_eq!(j.json()["timeout"], 1, "{j}");
 }
+
+/// `repro` of a run the watchdog stopped says a timeout is the wall
+/// clock's (it said that nothing in the case draws from the model seed,
+/// of a run that is not replayable).
+#[test]
+fn repro_of_a_timeout_says_it_is_the_wall_clock_s() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let t = run_demo(&store, &watched(dir.path()), &hostile());
+    t.expect_code(3);
+    assert_eq!(t.json()["status"], "timeout", "{t}");
+    let r = wl(&store, &[&"repro", &run_id(&t), &"--times", &"2"]);
+    r.expect_code(0);
+    assert!(
+        !r.stdout
+            .contains("nothing in this case draws from the model seed"),
+        "{r}"
+    );
+    assert!(
+        r.stdout
+            .contains("a `timeout` is the wall-clock watchdog's"),
+        "{r}"
+    );
+}
