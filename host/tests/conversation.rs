@@ -1213,29 +1213,27 @@ fn an_approval_the_agent_asked_is_in_every_export() {
     assert_eq!(attrs["worldline.effect"], "denied");
 }
 
-/// The incident scenario of the conformance tests with its close asked
-/// of the approval rules, not denied by a rule: the host asks before
-/// `add_incident_note` (approved) and `close_ticket` (denied).
+/// The incident scenario of the conformance tests (whose host asks the
+/// approval rules before `add_incident_note`: approved) with its close
+/// asked of them too, not denied by a rule: denied, with a reason.
 pub(crate) fn host_asked_scenario(dir: &Path) -> PathBuf {
     let text = std::fs::read_to_string(crate::conformance::scenario()).unwrap();
-    let denial = "[[inject]]\ntool = \"close_ticket\"\ndeny = true\n";
-    assert!(text.contains(denial));
-    let asked = text.replace(
-        denial,
-        r#"[permissions]
-ask = ["add_incident_note", "close_ticket"]
-
-[[approve]]
-kind = "tool"
-path = "$.tool"
-equals = "close_ticket"
-decision = "deny"
-reason = "a human closes tickets"
-
-[[approve]]
-decision = "approve"
-"#,
-    );
+    let edits = [
+        ("[[inject]]\ntool = \"close_ticket\"\ndeny = true\n", ""),
+        (
+            "ask = [\"add_incident_note\"]\n",
+            "ask = [\"add_incident_note\", \"close_ticket\"]\n",
+        ),
+        (
+            "[[approve]]\nkind = \"tool\"\ndecision = \"approve\"\n",
+            "[[approve]]\nkind = \"tool\"\npath = \"$.tool\"\nequals = \"close_ticket\"\ndecision = \"deny\"\nreason = \"a human closes tickets\"\n\n[[approve]]\nkind = \"tool\"\ndecision = \"approve\"\n",
+        ),
+    ];
+    let mut asked = text;
+    for (from, to) in edits {
+        assert!(asked.contains(from), "the scenario changed: {from}");
+        asked = asked.replacen(from, to, 1);
+    }
     write_case(dir, "asked", &asked)
 }
 

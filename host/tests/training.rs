@@ -249,6 +249,12 @@ fn atif_export_validates_on_every_agent_path() {
             "{path}: every call answered: {doc}"
         );
         assert_eq!(doc["model_steps"], models, "{path}: the model calls: {doc}");
+        // The approval the host asked before the note: a step of its own.
+        assert_eq!(
+            doc["approvals"],
+            serde_json::json!(["approved"]),
+            "{path}: the approval: {doc}"
+        );
         // Every step but the opening messages says its event, in order: a
         // step of a tool call no model asked for said none.
         let seqs = doc["seqs"].as_array().unwrap();
