@@ -1306,3 +1306,41 @@ fn repro_of_a_timeout_says_it_is_the_wall_clock_s() {
         "{r}"
     );
 }
+
+/// A native run the watchdog stopped is no boundary replay among the
+/// identical or verified: `verify` said `0 identical or verified (1 of
+/// them boundary replays of native agents, …), 1 timeout`.
+#[test]
+fn verify_counts_a_native_timeout_apart_from_its_boundary_replays() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(
+        dir.path(),
+        "sleeps",
+        "world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = {}\n[limits]\ntimeout_ms = 300\n",
+    );
+    // The store before the agent: what follows `--exec --` is its command.
+    let t = common::worldline_raw([
+        "run".as_ref(),
+        case.as_os_str(),
+        "--worlds".as_ref(),
+        worlds_dir().as_os_str(),
+        "--json".as_ref(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+        "python3".as_ref(),
+        "-c".as_ref(),
+        OsStr::new("import time; time.sleep(5)"),
+    ]);
+    assert_eq!(t.json()["status"], "timeout", "{t}");
+    let v = wl(&store, &[&"verify"]);
+    v.expect_code(0);
+    assert!(
+        v.stdout.contains(
+            "1 runs: 0 identical or verified (0 of them boundary replays of native agents, 0 of those MCP sessions), 1 timeout"
+        ),
+        "{v}"
+    );
+}
