@@ -1,12 +1,14 @@
 //! The conformance matrix: one scenario (`tests/conformance/incident.toml`:
 //! read the alert, list deploys twice because the first list is stale, roll
-//! D-42 back, add a note, a denied close) worked by every agent path the
+//! D-42 back, add a note the host asks approval for first, a denied close)
+//! worked by every agent path the
 //! project runs, and read by every reader of runs. Each path's run must
 //! give the same observable facts to each reader: the case's
 //! `[[expect.calls]]` counts (denied, by args) and gold grading, `history
-//! --json` (each call typed, in order), `export --format trajectories`
-//! (messages, tool calls and results, reward), `otel` (one `execute_tool`
-//! span per tool call, one `chat` span per model call), the UI's run page
+//! --json` (each call typed, in order, and the approval), `export --format
+//! trajectories` (messages, tool calls and results, reward, the approval),
+//! `otel` (one `execute_tool` span per tool call, one `chat` span per model
+//! call, one `approval` span), the UI's run page
 //! (each call named), `case from-run` (the stale answer and the denial
 //! carried as `[[inject]]` rules),
 //! `fork --respond` at a tool call (and at a model call where there is one),
@@ -225,6 +227,21 @@ fn read_all(path: &str, model: bool, store: &Path, run: &str, first: Option<&str
         "{}",
         at("the stale list")
     );
+    // The approval the host asked before the note, approved.
+    let approvals: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["call"] == "worldline:agent/approval.request")
+        .collect();
+    assert_eq!(approvals.len(), 1, "{}", at("history's approval"));
+    assert!(
+        approvals[0]["summary"]
+            .as_str()
+            .unwrap()
+            .ends_with("-> approved"),
+        "{}: {}",
+        at("history's approval"),
+        approvals[0]
+    );
     let models: Vec<&Value> = events
         .iter()
         .filter(|e| e["call"] == "worldline:agent/model.complete")
@@ -293,6 +310,20 @@ fn read_all(path: &str, model: bool, store: &Path, run: &str, first: Option<&str
         "{}: {traj}",
         at("the trajectory's tool results")
     );
+    let asked: Vec<(&Value, &Value, &Value)> = (traj["approvals"].as_array().into_iter())
+        .flatten()
+        .map(|a| (&a["details"]["tool"], &a["asked_by"], &a["decision"]))
+        .collect();
+    assert_eq!(
+        asked,
+        [(
+            &Value::from("add_incident_note"),
+            &Value::from("host"),
+            &Value::from("approved")
+        )],
+        "{}: {traj}",
+        at("the trajectory's approvals")
+    );
 
     // otel: a span per tool call and per model call.
     let spans = dir.path().join("spans.pb");
@@ -317,6 +348,13 @@ fn read_all(path: &str, model: bool, store: &Path, run: &str, first: Option<&str
         if model { 7 } else { 0 },
         "{}: {otel}",
         at("chat spans")
+    );
+    let named = b"approval tool";
+    assert_eq!(
+        bytes.windows(named.len()).filter(|w| w == named).count(),
+        1,
+        "{}: {otel}",
+        at("approval spans")
     );
 
     // The UI's run page names every call.

@@ -1081,3 +1081,234 @@ fn a_fork_s_answer_to_a_user_or_an_approval_is_typed_as_the_agent_gets_it() {
     let text = std::fs::read_to_string(&made).unwrap();
     assert!(text.contains("satisfied = false"), "{text}");
 }
+
+// --- approvals in the exports ------------------------------------------------
+
+/// A span as the tests read it: its name and its attributes' string
+/// values.
+pub(crate) type Spanned = (String, std::collections::BTreeMap<String, String>);
+
+/// The spans of an `otel -o FILE` export.
+pub(crate) fn otel_spans(file: &Path) -> Vec<Spanned> {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    use prost::Message as _;
+    let bytes = std::fs::read(file).unwrap();
+    let req = opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest::decode(
+        bytes.as_slice(),
+    )
+    .expect("an OTLP export");
+    (req.resource_spans.iter())
+        .flat_map(|r| &r.scope_spans)
+        .flat_map(|s| &s.spans)
+        .map(|s| {
+            let attrs = (s.attributes.iter())
+                .filter_map(|kv| match kv.value.as_ref()?.value.as_ref()? {
+                    Any::StringValue(v) => Some((kv.key.clone(), v.clone())),
+                    _ => None,
+                })
+                .collect();
+            (s.name.clone(), attrs)
+        })
+        .collect()
+}
+
+/// A run's trajectories line, ATIF document and OTel spans.
+fn exports(store: &Path, run: &str) -> (Value, Value, Vec<Spanned>) {
+    let dir = temp_dir();
+    let (t, a, o) = (
+        dir.path().join("t.jsonl"),
+        dir.path().join("a.json"),
+        dir.path().join("o.pb"),
+    );
+    for (format, file) in [("trajectories", &t), ("atif", &a)] {
+        wl(store, &[&"export", &run, &"--format", &format, &"-o", file]).expect_code(0);
+    }
+    wl(store, &[&"otel", &run, &"-o", &o]).expect_code(0);
+    let read = |p: &Path| -> Value {
+        serde_json::from_str(std::fs::read_to_string(p).unwrap().trim()).unwrap()
+    };
+    (read(&t), read(&a), otel_spans(&o))
+}
+
+/// An approval the agent asked and was denied (the support example's
+/// `approval-denied`: the user says "Yes.", the supervisor says no) is
+/// in the trajectories line (`approvals`, and between the user's "Yes."
+/// and the agent's reply a call of `approval_request` answered with the
+/// denial and its reason), in the ATIF document (a step of its own) and
+/// in OTel (an `approval refund` span): the three went from "Yes." to the
+/// agent's reply with nothing between.
+#[test]
+fn an_approval_the_agent_asked_is_in_every_export() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = common::workspace_root().join("cases/support/approval-denied.toml");
+    let worlds = common::workspace_root().join("worlds");
+    let out = common::run_in(&store, &case, &guest("careful-agent"), &worlds);
+    out.expect_code(0);
+    let run = run_id(&out);
+    let reason = "the repair service must inspect it first";
+    let (traj, atif, spans) = exports(&store, &run);
+
+    let approvals = traj["approvals"].as_array().expect("approvals");
+    assert_eq!(approvals.len(), 1, "{traj}");
+    let a = &approvals[0];
+    assert_eq!(
+        (&a["kind"], &a["asked_by"], &a["decision"], &a["reason"]),
+        (
+            &json!("refund"),
+            &json!("agent"),
+            &json!("denied"),
+            &json!(reason)
+        ),
+        "{traj}"
+    );
+    assert_eq!(a["details"]["order"], "B-2001", "{traj}");
+    let messages = traj["messages"].as_array().unwrap();
+    let yes = messages
+        .iter()
+        .position(|m| m["role"] == "user" && m["content"] == "Yes.")
+        .expect("the user's yes");
+    let asked = &messages[yes + 1];
+    assert_eq!(
+        asked["tool_calls"][0]["function"]["name"], "approval_request",
+        "{traj}"
+    );
+    let answer = &messages[yes + 2];
+    assert_eq!(answer["role"], "tool", "{traj}");
+    assert_eq!(
+        answer["tool_call_id"], asked["tool_calls"][0]["id"],
+        "{traj}"
+    );
+    assert!(
+        answer["content"].as_str().unwrap().contains(reason),
+        "{traj}"
+    );
+
+    let steps = atif["steps"].as_array().unwrap();
+    let step = steps
+        .iter()
+        .find(|s| s["extra"].get("approval").is_some())
+        .unwrap_or_else(|| panic!("no approval step: {atif}"));
+    assert_eq!(step["source"], "agent", "{step}");
+    assert_eq!(step["llm_call_count"], 0, "{step}");
+    assert_eq!(step["tool_calls"][0]["function_name"], "approval_request");
+    assert_eq!(step["extra"]["approval"]["reason"], reason, "{step}");
+    assert!(
+        step["observation"]["results"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains(reason),
+        "{step}"
+    );
+
+    let approval: Vec<_> = spans
+        .iter()
+        .filter(|(n, _)| n == "approval refund")
+        .collect();
+    assert_eq!(approval.len(), 1, "{spans:?}");
+    let attrs = &approval[0].1;
+    assert_eq!(attrs["worldline.approval.asked_by"], "agent");
+    assert_eq!(attrs["worldline.approval.decision"], "denied");
+    assert_eq!(attrs["worldline.approval.reason"], reason);
+    assert_eq!(attrs["worldline.effect"], "denied");
+}
+
+/// The incident scenario of the conformance tests (whose host asks the
+/// approval rules before `add_incident_note`: approved) with its close
+/// asked of them too, not denied by a rule: denied, with a reason.
+pub(crate) fn host_asked_scenario(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(crate::conformance::scenario()).unwrap();
+    let edits = [
+        ("[[inject]]\ntool = \"close_ticket\"\ndeny = true\n", ""),
+        (
+            "ask = [\"add_incident_note\"]\n",
+            "ask = [\"add_incident_note\", \"close_ticket\"]\n",
+        ),
+        (
+            "[[approve]]\nkind = \"tool\"\ndecision = \"approve\"\n",
+            "[[approve]]\nkind = \"tool\"\npath = \"$.tool\"\nequals = \"close_ticket\"\ndecision = \"deny\"\nreason = \"a human closes tickets\"\n\n[[approve]]\nkind = \"tool\"\ndecision = \"approve\"\n",
+        ),
+    ];
+    let mut asked = text;
+    for (from, to) in edits {
+        assert!(asked.contains(from), "the scenario changed: {from}");
+        asked = asked.replacen(from, to, 1);
+    }
+    write_case(dir, "asked", &asked)
+}
+
+/// Approvals the host asked before tools whose permission is `ask`, in a
+/// run whose agent asks a model: each in the trajectories line's
+/// `approvals` (the messages are the model's), an ATIF `system` step
+/// that leaves the tool call it came before the result of the model step
+/// that asked for it, and an OTel span.
+#[test]
+fn approvals_the_host_asked_of_a_model_agent_are_in_every_export() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = host_asked_scenario(dir.path());
+    let worlds = common::workspace_root().join("worlds");
+    let out = common::run_in(&store, &case, &guest("model-agent"), &worlds);
+    out.expect_code(0);
+    let run = run_id(&out);
+    let (traj, atif, spans) = exports(&store, &run);
+
+    let approvals = traj["approvals"].as_array().expect("approvals");
+    let seen: Vec<(&Value, &Value, &Value)> = approvals
+        .iter()
+        .map(|a| (&a["details"]["tool"], &a["asked_by"], &a["decision"]))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (
+                &json!("add_incident_note"),
+                &json!("host"),
+                &json!("approved")
+            ),
+            (&json!("close_ticket"), &json!("host"), &json!("denied")),
+        ],
+        "{traj}"
+    );
+    assert_eq!(approvals[1]["reason"], "a human closes tickets", "{traj}");
+
+    let steps = atif["steps"].as_array().unwrap();
+    let system: Vec<&Value> = steps
+        .iter()
+        .filter(|s| s["source"] == "system" && s["extra"].get("approval").is_some())
+        .collect();
+    assert_eq!(system.len(), 2, "{atif}");
+    assert!(
+        system[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("denied: a human closes tickets"),
+        "{atif}"
+    );
+    // Every tool call is still the result of the model step that asked
+    // for it: none is a step of its own.
+    assert!(
+        steps.iter().all(|s| s["llm_call_count"] != 0),
+        "a tool call lost its model step: {atif}"
+    );
+    let results: usize = steps
+        .iter()
+        .filter(|s| s["llm_call_count"] == 1)
+        .map(|s| s["observation"]["results"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(results, crate::conformance::CALLS.len(), "{atif}");
+
+    let approval: Vec<_> = spans.iter().filter(|(n, _)| n == "approval tool").collect();
+    assert_eq!(approval.len(), 2, "{spans:?}");
+    assert_eq!(approval[0].1["worldline.approval.decision"], "approved");
+    assert_eq!(approval[1].1["worldline.approval.asked_by"], "host");
+    assert_eq!(
+        approval[1].1["worldline.approval.reason"],
+        "a human closes tickets"
+    );
+    let tools = spans
+        .iter()
+        .filter(|(_, a)| a.get("gen_ai.operation.name").map(String::as_str) == Some("execute_tool"))
+        .count();
+    assert_eq!(tools, crate::conformance::CALLS.len(), "{spans:?}");
+}

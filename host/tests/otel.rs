@@ -999,3 +999,49 @@ fn a_collector_that_closes_mid_body_is_an_error_not_a_signal() {
     out.expect_code(2);
     assert!(out.stderr.contains(&endpoint), "{out}");
 }
+
+/// A run a step or error limit stopped, in a case without `[expect]`,
+/// failed as `runs`, `run` and `test` say (exit 1, FAIL): its root span's
+/// status is ERROR with the limit as its description (it was OK, the
+/// limit its description), as a fault's is.
+#[test]
+fn a_run_stopped_by_a_limit_is_an_error_span() {
+    use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
+    use prost::Message as _;
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let calls = r#"{tool="get_ticket", args={id="NOPE"}}, {tool="get_ticket", args={id="NOPE2"}}, {tool="get_ticket", args={id="T-1"}}, {tool="get_ticket", args={id="T-2"}}"#;
+    for (name, limit, status) in [
+        ("steps", "max_steps = 2", "step_limit"),
+        ("errors", "max_errors = 1", "error_limit"),
+    ] {
+        let case = write_case(
+            dir.path(),
+            name,
+            &format!(
+                "world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [{calls}] }}\n[limits]\n{limit}\n"
+            ),
+        );
+        let out = common::run_in(&store, &case, &guest("caller-agent"), &worlds_dir());
+        out.expect_code(1);
+        assert_eq!(out.json()["status"], status, "{out}");
+        let run = out.json()["run_id"].as_str().unwrap().to_string();
+        let file = dir.path().join(format!("{name}.pb"));
+        worldline(&store, ["otel", run.as_str(), "-o", s(&file)]).expect_code(0);
+        let bytes = std::fs::read(&file).unwrap();
+        let req =
+            opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest::decode(
+                bytes.as_slice(),
+            )
+            .unwrap();
+        let root = (req.resource_spans.iter())
+            .flat_map(|r| &r.scope_spans)
+            .flat_map(|s| &s.spans)
+            .find(|s| s.parent_span_id.is_empty())
+            .expect("the run's span")
+            .clone();
+        let got = root.status.expect("a status");
+        assert_eq!(got.code, StatusCode::Error as i32, "{name}: {got:?}");
+        assert_eq!(got.message, status, "{name}: {got:?}");
+    }
+}

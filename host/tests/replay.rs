@@ -1082,3 +1082,265 @@ fn verify_writes_each_replay_as_it_comes() {
         "the first line came at {first_at:?}, all of them at {all_at:?}: {rest:?}"
     );
 }
+
+/// `run CASE --agent AGENT --worlds tests/worlds --json` (any exit code).
+fn run_demo(store: &Path, case: &Path, agent: &Path) -> CliOutput {
+    common::run_in(store, case, agent, &worlds_dir())
+}
+
+/// A case on `world` whose hostile agent loops until a limit stops it.
+fn looping(dir: &Path, name: &str, world: &str, limits: &str) -> PathBuf {
+    write_case(
+        dir,
+        name,
+        &format!(
+            "world = \"{world}\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = {{ mode = \"loop\" }}\n[limits]\n{limits}\n"
+        ),
+    )
+}
+
+/// A case whose hostile agent loops until the watchdog stops it.
+fn watched(dir: &Path) -> PathBuf {
+    looping(
+        dir,
+        "watched",
+        "demo@v1",
+        "fuel = 1_000_000_000_000_000\ntimeout_ms = 300",
+    )
+}
+
+/// Two runs of the same events and final state that ended otherwise (one
+/// out of fuel, the other stopped by the watchdog) differ: `diff` says
+/// how each ended (text, `--json` `status` and `outcomes`, the UI's page)
+/// and exits 1 (it said "same events", "final states: identical", exit
+/// 0), with a note that they are runs of different cases; runs of
+/// different worlds get a note saying so (a long state diff came without
+/// a word).
+#[test]
+fn diff_says_how_two_runs_ended_and_of_what_cases_and_worlds() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let fuel = looping(dir.path(), "fuel", "demo@v1", "fuel = 50_000_000");
+    let a = run_demo(&store, &fuel, &hostile());
+    a.expect_code(3);
+    let b = run_demo(&store, &watched(dir.path()), &hostile());
+    b.expect_code(3);
+    assert_eq!(a.json()["status"], "out_of_fuel", "{a}");
+    assert_eq!(b.json()["status"], "timeout", "{b}");
+    let (a, b) = (run_id(&a), run_id(&b));
+
+    let d = wl(&store, &[&"diff", &a, &b, &"--json"]);
+    d.expect_code(1);
+    let doc = d.json();
+    assert!(doc["first_divergence"].is_null(), "{d}");
+    assert_eq!(doc["status"], json!(["out_of_fuel", "timeout"]), "{d}");
+    assert_eq!(doc["outcomes"], json!(["out_of_fuel", "timeout"]), "{d}");
+    let notes = doc["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{d}");
+    assert!(
+        notes[0]
+            .as_str()
+            .unwrap()
+            .contains("different cases: a `fuel`, b `watched`"),
+        "{d}"
+    );
+    let t = wl(&store, &[&"diff", &a, &b]);
+    t.expect_code(1);
+    assert!(
+        t.stdout.contains("note: the runs are of different cases"),
+        "{t}"
+    );
+    assert!(
+        t.stdout
+            .contains("endings differ:\n  a: out_of_fuel\n  b: timeout\n"),
+        "{t}"
+    );
+    // A run against itself ends as itself: no difference.
+    wl(&store, &[&"diff", &a, &a]).expect_code(0);
+
+    // A run of another world: a note says so.
+    let support = looping(
+        dir.path(),
+        "fuel-support",
+        "support@v1",
+        "fuel = 50_000_000",
+    );
+    let c = common::run_in(
+        &store,
+        &support,
+        &hostile(),
+        &workspace_root().join("worlds"),
+    );
+    c.expect_code(3);
+    let c = run_id(&c);
+    let w = wl(&store, &[&"diff", &a, &c]);
+    w.expect_code(1);
+    assert!(
+        w.stdout
+            .contains("note: the runs are of different worlds: a `demo@v1`, b `support@v1`"),
+        "{w}"
+    );
+
+    // The UI's diff page says the endings and the note too.
+    let server = crate::ui_support::Server::start(&store, &[]);
+    let page = server.get(&format!("/diff?a={a}&b={b}"));
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("id=\"ending-diff\""), "{}", page.body);
+    assert!(page.body.contains("different cases"), "{}", page.body);
+}
+
+/// The UI's diff page shows a run that returned nothing as having no
+/// output (it showed the string "(none)", quoted as an output of that
+/// text is).
+#[test]
+fn the_ui_diff_shows_a_missing_output_as_none() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let fuel = looping(dir.path(), "fuel", "demo@v1", "fuel = 50_000_000");
+    let a = run_demo(&store, &fuel, &hostile());
+    a.expect_code(3);
+    let done = write_case(
+        dir.path(),
+        "done",
+        "world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = { calls = [] }\n",
+    );
+    let e = run_demo(&store, &done, &caller());
+    e.expect_code(0);
+    assert!(e.json()["output"].is_string(), "{e}");
+    let (a, e) = (run_id(&a), run_id(&e));
+    let server = crate::ui_support::Server::start(&store, &[]);
+    let page = server.get(&format!("/diff?a={a}&b={e}"));
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("id=\"output-diff\""), "{}", page.body);
+    assert!(page.body.contains("no output"), "{}", page.body);
+    assert!(!page.body.contains("(none)"), "{}", page.body);
+}
+
+/// A line of `diff`'s state diff is cut at 16 KiB, as `run` and `grade`
+/// cut one (a note of 40,000 characters was printed whole); `--json`
+/// holds it whole.
+#[test]
+fn diff_cuts_a_long_state_diff_line_as_run_does() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let long = "x".repeat(40_000);
+    let noted = write_case(
+        dir.path(),
+        "noted",
+        &format!(
+            "world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [{{tool=\"add_note\", args={{ticket=\"T-1\", text=\"{long}\", author=\"a\"}}}}] }}\n"
+        ),
+    );
+    let plain = write_case(
+        dir.path(),
+        "plain",
+        "world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = { calls = [] }\n",
+    );
+    let a = run_demo(&store, &plain, &caller());
+    a.expect_code(0);
+    let b = run_demo(&store, &noted, &caller());
+    b.expect_code(0);
+    let (a, b) = (run_id(&a), run_id(&b));
+    let t = wl(&store, &[&"diff", &a, &b, &"--full"]);
+    t.expect_code(1);
+    let longest = t.stdout.lines().map(str::len).max().unwrap();
+    assert!(longest < 17 * 1024, "a line of {longest} bytes");
+    assert!(
+        t.stdout.contains("bytes more; `--json` holds it whole)"),
+        "{t}"
+    );
+    let j = wl(&store, &[&"diff", &a, &b, &"--json"]);
+    assert!(j.stdout.contains(&long), "--json holds it whole");
+}
+
+/// `verify`'s text says the runs the watchdog stopped apart from those
+/// identical or verified, as `--json` does (it counted them among
+/// those: `2 runs: 2 identical or verified` with one a timeout).
+#[test]
+fn verify_says_the_runs_the_watchdog_stopped_apart() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let done = write_case(
+        dir.path(),
+        "done",
+        "world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = { calls = [] }\n",
+    );
+    let t = run_demo(&store, &watched(dir.path()), &hostile());
+    t.expect_code(3);
+    assert_eq!(t.json()["status"], "timeout", "{t}");
+    run_demo(&store, &done, &caller()).expect_code(0);
+    let v = wl(&store, &[&"verify"]);
+    v.expect_code(0);
+    assert!(
+        v.stdout.contains("2 runs: 1 identical or verified ("),
+        "{v}"
+    );
+    assert!(
+        v.stdout.contains("), 1 timeout (stopped by the watchdog"),
+        "{v}"
+    );
+    let j = wl(&store, &[&"verify", &"--json"]);
+    assert_eq!(j.json()["timeout"], 1, "{j}");
+}
+
+/// `repro` of a run the watchdog stopped says a timeout is the wall
+/// clock's (it said that nothing in the case draws from the model seed,
+/// of a run that is not replayable).
+#[test]
+fn repro_of_a_timeout_says_it_is_the_wall_clock_s() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let t = run_demo(&store, &watched(dir.path()), &hostile());
+    t.expect_code(3);
+    assert_eq!(t.json()["status"], "timeout", "{t}");
+    let r = wl(&store, &[&"repro", &run_id(&t), &"--times", &"2"]);
+    r.expect_code(0);
+    assert!(
+        !r.stdout
+            .contains("nothing in this case draws from the model seed"),
+        "{r}"
+    );
+    assert!(
+        r.stdout
+            .contains("a `timeout` is the wall-clock watchdog's"),
+        "{r}"
+    );
+}
+
+/// A native run the watchdog stopped is no boundary replay among the
+/// identical or verified: `verify` said `0 identical or verified (1 of
+/// them boundary replays of native agents, …), 1 timeout`.
+#[test]
+fn verify_counts_a_native_timeout_apart_from_its_boundary_replays() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(
+        dir.path(),
+        "sleeps",
+        "world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = {}\n[limits]\ntimeout_ms = 300\n",
+    );
+    // The store before the agent: what follows `--exec --` is its command.
+    let t = common::worldline_raw([
+        "run".as_ref(),
+        case.as_os_str(),
+        "--worlds".as_ref(),
+        worlds_dir().as_os_str(),
+        "--json".as_ref(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+        "python3".as_ref(),
+        "-c".as_ref(),
+        OsStr::new("import time; time.sleep(5)"),
+    ]);
+    assert_eq!(t.json()["status"], "timeout", "{t}");
+    let v = wl(&store, &[&"verify"]);
+    v.expect_code(0);
+    assert!(
+        v.stdout.contains(
+            "1 runs: 0 identical or verified (0 of them boundary replays of native agents, 0 of those MCP sessions), 1 timeout"
+        ),
+        "{v}"
+    );
+}

@@ -249,6 +249,12 @@ fn atif_export_validates_on_every_agent_path() {
             "{path}: every call answered: {doc}"
         );
         assert_eq!(doc["model_steps"], models, "{path}: the model calls: {doc}");
+        // The approval the host asked before the note: a step of its own.
+        assert_eq!(
+            doc["approvals"],
+            serde_json::json!(["approved"]),
+            "{path}: the approval: {doc}"
+        );
         // Every step but the opening messages says its event, in order: a
         // step of a tool call no model asked for said none.
         let seqs = doc["seqs"].as_array().unwrap();
@@ -274,6 +280,41 @@ fn atif_export_validates_on_every_agent_path() {
             "{path}: {doc}"
         );
     }
+}
+
+/// Approvals, the agent's (a scripted agent's `approval.request`) and the
+/// host's (before `ask` tools, in a run whose agent asks a model), keep
+/// the ATIF export valid under the pinned models: the agent's a step
+/// calling `approval_request`, the host's a `system` step, each with the
+/// approval in its `extra`.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn approvals_export_as_valid_atif() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let worlds = workspace_root().join("worlds");
+    let case = workspace_root().join("cases/support/approval-denied.toml");
+    let asked = run_in(&store, &case, &guest("careful-agent"), &worlds);
+    asked.expect_code(0);
+    let scenario = crate::conversation::host_asked_scenario(dir.path());
+    let host = run_in(&store, &scenario, &guest("model-agent"), &worlds);
+    host.expect_code(0);
+    let ids = [
+        asked.json()["run_id"].as_str().unwrap(),
+        host.json()["run_id"].as_str().unwrap(),
+    ];
+    let docs = atif(&store, &ids);
+    assert_eq!(docs.len(), 2, "{docs:?}");
+    assert_eq!(
+        docs[0]["tool_calls"],
+        serde_json::json!(["get_order", "approval_request"]),
+        "{docs:?}"
+    );
+    assert_eq!(docs[1]["tool_calls"], serde_json::json!(CALLS), "{docs:?}");
+    assert_eq!(docs[1]["results"], CALLS.len(), "{docs:?}");
 }
 
 /// The trajectories export of `runs`: one JSON value a line.

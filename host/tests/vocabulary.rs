@@ -117,7 +117,8 @@ fn text(path: &Path) -> String {
 
 /// An OTLP export's spans without their tool call ids and trace ids, and
 /// their finish reasons as one text, and without a simulated user's turns
-/// (`invoke_agent user` spans since 2026-12-06).
+/// (`invoke_agent user` spans since 2026-12-06) and approvals (`approval
+/// KIND` spans since 2026-12-07).
 fn otel_without_call_ids(
     bytes: &[u8],
 ) -> opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest {
@@ -127,7 +128,13 @@ fn otel_without_call_ids(
         opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest::decode(bytes)
             .expect("an OTLP export");
     for scope in (req.resource_spans.iter_mut()).flat_map(|r| &mut r.scope_spans) {
-        scope.spans.retain(|s| s.name != "invoke_agent user");
+        scope.spans.retain(|s| {
+            s.name != "invoke_agent user"
+                && !s
+                    .attributes
+                    .iter()
+                    .any(|kv| kv.key == "worldline.approval.kind")
+        });
     }
     for span in (req.resource_spans.iter_mut())
         .flat_map(|r| &mut r.scope_spans)
@@ -176,9 +183,9 @@ fn recorded_runs_replay_identical_and_read_as_they_did() {
         // the model gave the call, where a model asked for it (it was
         // `call-N`), a run's trace id derives from its run id too (runs
         // of the same events shared a trace), and finish reasons are a
-        // list, and since 2026-12-06 a simulated user's turns are spans:
-        // without them, and the list as its one reason, the spans are as
-        // they were.
+        // list, since 2026-12-06 a simulated user's turns are spans, and
+        // since 2026-12-07 approvals: without them, and the list as its
+        // one reason, the spans are as they were.
         assert!(
             now == then || otel_without_call_ids(&now) == otel_without_call_ids(&then),
             "{}: otel differs",
@@ -206,12 +213,27 @@ fn recorded_runs_replay_identical_and_read_as_they_did() {
                     && m["content"].is_string()
                     && m.get("tool_calls").is_none())
         };
+        // Since 2026-12-07 the approvals are in `approvals` and, for a run
+        // without model calls, the agent's among the messages (a call of
+        // `approval_request` and its answer): without them the line is as
+        // it was.
+        let approvals = now.as_object_mut().unwrap().remove("approvals");
+        let asked: Vec<Value> = (now["messages"].as_array().unwrap().iter())
+            .filter(|m| m["tool_calls"][0]["function"]["name"] == "approval_request")
+            .map(|m| m["tool_calls"][0]["id"].clone())
+            .collect();
+        now["messages"].as_array_mut().unwrap().retain(|m| {
+            !asked.contains(&m["tool_calls"][0]["id"]) && !asked.contains(&m["tool_call_id"])
+        });
+        if dir.ends_with("support-approval") {
+            assert!(approvals.is_some(), "{}: approvals", dir.display());
+        }
         let before = now["messages"].as_array().unwrap().len();
         if !then["messages"].as_array().unwrap().iter().any(said) {
             now["messages"].as_array_mut().unwrap().retain(|m| !said(m));
         }
         assert_eq!(now, then, "{}: trajectories", dir.display());
-        if now["messages"].as_array().unwrap().len() == before {
+        if now["messages"].as_array().unwrap().len() == before && approvals.is_none() {
             // Nothing taken out: the very text.
             let (now, then) = (text(&trajectories), text(&dir.join("trajectories.jsonl")));
             assert_eq!(now, then, "{}: trajectories", dir.display());

@@ -2,8 +2,9 @@
 package's models (Harbor's ATIF v1.8): every line of the file given must be
 a valid `Trajectory`. Prints, per document, what the test compares as JSON:
 the tool calls' names in step order, how many results answer them, the
-model steps, the reward and verdict, the group (if any) and the names of
-the agent's tool definitions."""
+model steps, the reward and verdict, the group (if any), the names of
+the agent's tool definitions, each step's event and the approvals'
+decisions."""
 
 import json
 import sys
@@ -33,6 +34,11 @@ with open(sys.argv[1], encoding="utf-8") as f:
                 "group": t.extra.get("group"),
                 "tools": [d["function"]["name"] for d in t.agent.tool_definitions or []],
                 "seqs": [(s.extra or {}).get("seq") for s in t.steps],
+                "approvals": [
+                    s.extra["approval"]["decision"]
+                    for s in t.steps
+                    if (s.extra or {}).get("approval")
+                ],
             }
         )
 print(json.dumps(out))

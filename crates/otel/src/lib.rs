@@ -166,7 +166,12 @@ fn each_span(
     let footer = b.footer.as_ref();
     let status = footer.map_or("incomplete", |f| f.status.as_str());
     let grade = footer.and_then(|f| f.verdict());
-    let failed = footer.is_none_or(|f| f.status.overrides_grade() || grade == Some("failed"));
+    // Failed as `runs`, `run` and `test` say it: a run with a failure
+    // signature (a fault, a failed grade, a limit or an error the case did
+    // not expect), or none to read (killed before its footer). A limit
+    // without `[expect]` was OK, its reason the description.
+    let signature = footer.and_then(worldline_log::log::signature::of_footer);
+    let failed = footer.is_none() || signature.is_some();
     let mut attrs = vec![
         text("gen_ai.operation.name", "invoke_agent"),
         text("gen_ai.agent.name", case.clone()),
@@ -203,8 +208,7 @@ fn each_span(
             } else {
                 status::StatusCode::Ok
             }) as i32,
-            message: footer
-                .and_then(worldline_log::log::signature::of_footer)
+            message: signature
                 .map(|s| match redactor.as_deref_mut() {
                     Some(r) => r.text(&s),
                     None => s,
@@ -384,6 +388,10 @@ fn describe(e: &Event, opts: &Options, call_id: Option<String>) -> Option<Descri
             attrs.push(text("worldline.ran_by", user::AGENT));
             ((name, attrs), response.error)
         }
+        // An approval, the agent's or the host's before an `ask` tool.
+        Call::ApprovalRequest { request, response } => {
+            (approval_span(&request, &response, opts), None)
+        }
         Call::UserSay { request, response } => {
             let mark = e.mark();
             let by = mark.as_ref().map(|m| &m.by);
@@ -392,6 +400,57 @@ fn describe(e: &Event, opts: &Options, call_id: Option<String>) -> Option<Descri
         _ => return None,
     };
     Some(Described { name, attrs, error })
+}
+
+/// An approval's span, `approval <kind>`: who asked (`agent`, or `host`
+/// before a tool whose permission is `ask`), the decision and a denial's
+/// reason, the `[[approve]]` rule that decided; with `--content` the
+/// details asked about. A denial is a decision, not an error: no status.
+fn approval_span(
+    request: &worldline_log::log::payload::ApprovalAsk,
+    response: &worldline_log::log::payload::Decision,
+    opts: &Options,
+) -> (String, Vec<KeyValue>) {
+    let said = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => canon::to_string(other),
+    };
+    let kind = said(&request.kind);
+    let mut attrs = vec![
+        text("worldline.approval.kind", kind.clone()),
+        text(
+            "worldline.approval.asked_by",
+            if request.by.is_some() {
+                "host"
+            } else {
+                "agent"
+            },
+        ),
+        text(
+            "worldline.approval.decision",
+            if response.denied.is_some() {
+                "denied"
+            } else {
+                "approved"
+            },
+        ),
+    ];
+    if let Some(reason) = &response.denied {
+        attrs.push(text("worldline.approval.reason", said(reason)));
+    }
+    if let Some(approver) = response.detail.get("approver") {
+        attrs.push(text(
+            "worldline.approval.approver",
+            canon::to_string(approver),
+        ));
+    }
+    if opts.content {
+        attrs.push(text(
+            "worldline.approval.details",
+            canon::to_string(&request.details),
+        ));
+    }
+    (format!("approval {kind}"), attrs)
 }
 
 fn tool_span(

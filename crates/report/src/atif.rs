@@ -16,6 +16,15 @@
 //!   agent ran itself (a function tool of its own, which the world never
 //!   sees) has the result the next model request carries;
 //! - each turn of the simulated user a `user` step;
+//! - each approval: one the agent asked an `agent` step of its own
+//!   (`llm_call_count: 0`) calling `approval_request` with the `kind` and
+//!   `details`, the decision its observation; one the host asked before a
+//!   tool whose permission is `ask` a `system` step (an infrastructure
+//!   event) saying what was asked and decided, the decision its
+//!   observation; either with the approval in `extra.approval`
+//!   ([`crate::trajectory::approval`]), and neither ending what the model
+//!   step before it still waits for (the tool call a host's approval
+//!   precedes is that step's result);
 //! - the verdict, reward and checks in the document's `extra`.
 //!
 //! A redacted copy withholds every model call's token ids and
@@ -81,6 +90,9 @@ pub fn document(
                     (None, ok) => ok.unwrap_or(Value::Null),
                 };
                 steps.tool(e, &request.name, request.args(), &answer);
+            }
+            Call::ApprovalRequest { request, response } => {
+                steps.approval(e, &request, &response);
             }
             Call::UserSay { request, response } => {
                 let mut extra =
@@ -205,6 +217,72 @@ impl Steps {
             self.pending.clear();
             self.asking = None;
         }
+    }
+
+    /// Append a step, numbered in turn, leaving what the latest model
+    /// step waits for as it is (an approval comes between a model's call
+    /// and the tool call it asked for).
+    fn push_aside(&mut self, mut step: Value) {
+        step["step_id"] = (self.list.len() + 1).into();
+        self.list.push(step);
+    }
+
+    /// An approval: the agent's a step calling `approval_request`, the
+    /// host's (before an `ask` tool) a `system` step; the decision the
+    /// observation of either.
+    fn approval(
+        &mut self,
+        e: &Event,
+        request: &worldline_log::log::payload::ApprovalAsk,
+        response: &worldline_log::log::payload::Decision,
+    ) {
+        use crate::trajectory::{APPROVAL_FUNCTION, approval, decision};
+        let extra = json!({"seq": e.seq, "vtime_ns": e.vtime_ns, "approval": approval(e, request, response)});
+        let content = worldline_case::canon::to_string(&decision(response));
+        let result = |id: Option<&str>| {
+            let mut r =
+                json!({"content": content, "extra": {"seq": e.seq, "vtime_ns": e.vtime_ns}});
+            if let Some(id) = id {
+                r["source_call_id"] = id.into();
+            }
+            r
+        };
+        if request.by.is_none() {
+            let id = format!("call_{}", e.seq);
+            let call = json!({
+                "tool_call_id": id,
+                "function_name": APPROVAL_FUNCTION,
+                "arguments": {"kind": request.kind, "details": request.details},
+            });
+            self.push_aside(json!({
+                "source": "agent",
+                "message": "",
+                "llm_call_count": 0,
+                "tool_calls": [call],
+                "observation": {"results": [result(Some(&id))]},
+                "extra": extra,
+            }));
+            return;
+        }
+        let said = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            other => worldline_case::canon::to_string(other),
+        };
+        let verdict = match &response.denied {
+            Some(reason) => format!("denied: {}", said(reason)),
+            None => "approved".to_string(),
+        };
+        let message = format!(
+            "the host asked for approval ({} {}): {verdict}",
+            said(&request.kind),
+            worldline_case::canon::to_string(&request.details)
+        );
+        self.push_aside(json!({
+            "source": "system",
+            "message": message,
+            "observation": {"results": [result(None)]},
+            "extra": extra,
+        }));
     }
 
     /// A model call: an agent step.

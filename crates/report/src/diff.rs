@@ -1,6 +1,8 @@
 //! `diff`: two runs side by side, as text (where their timelines first
 //! differ, each side's event in one line, how their final states differ,
-//! and their outputs when those differ) or as the `diff --json` document.
+//! their outputs and how each ended when those differ, and a note when
+//! they are runs of different cases or worlds) or as the `diff --json`
+//! document.
 
 use super::history::{mark, vtime};
 use super::timeline::{Cut, short_call, summary_cut, writes_cut};
@@ -22,6 +24,43 @@ pub struct Side<'a> {
     pub output: Option<&'a str>,
     /// The rules it ran under (decision 0423).
     pub rules: u32,
+    /// How it ended ([`Ending`]).
+    pub ending: &'a Ending,
+}
+
+/// How a run ended: its status (`incomplete` for a run without a footer)
+/// and its outcome, its failure signature or `passed`, as `runs` and
+/// `repro` give them. Two runs of the same events and state may end
+/// otherwise (one `out_of_fuel`, the other `timeout`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ending {
+    pub status: String,
+    pub outcome: String,
+}
+
+impl Ending {
+    /// How the run of `footer` ended.
+    pub fn of(footer: Option<&worldline_log::log::Footer>) -> Ending {
+        match footer {
+            None => Ending {
+                status: "incomplete".into(),
+                outcome: "incomplete".into(),
+            },
+            Some(f) => Ending {
+                status: f.status.as_str().into(),
+                outcome: worldline_log::log::signature::of_footer(f)
+                    .unwrap_or_else(|| "passed".into()),
+            },
+        }
+    }
+
+    /// The status, with the outcome when it says more.
+    fn shown(&self) -> String {
+        match self.outcome == self.status {
+            true => self.status.clone(),
+            false => format!("{} ({})", self.status, super::field(&self.outcome)),
+        }
+    }
 }
 
 /// Two runs compared.
@@ -35,6 +74,9 @@ pub struct Compared<'a> {
     pub state: &'a StateDiff,
     /// Whether values were hidden by a redaction policy.
     pub redacted_view: bool,
+    /// What the reader should know first: the runs are of different cases
+    /// or worlds ([`Sides::notes`]).
+    pub notes: &'a [String],
 }
 
 /// Where two runs first differ: the event's number and each run's event
@@ -109,6 +151,14 @@ pub struct Sides {
     pub state: StateDiff,
     /// What each run returned.
     pub outputs: [Option<String>; 2],
+    /// How each run ended.
+    pub endings: [Ending; 2],
+    /// Said before the comparison: the runs are of different cases (by
+    /// name, or by the case's hash) or different worlds (by name and
+    /// version, or by the world's hash), whose states and grades differ
+    /// for that alone (a diff of two worlds was a long state diff without
+    /// a word why).
+    pub notes: Vec<String>,
 }
 
 /// Compare two runs held compact through `redactor`: the worlds they met
@@ -128,18 +178,60 @@ pub fn sides(a: &RecordedRun, b: &RecordedRun, mut redactor: Option<&mut Redacto
         learn(r, [&mut ea, &mut eb]);
     }
     let first = first_difference(&mut ea, &mut eb, redactor.as_deref_mut());
-    if let Some(r) = redactor {
+    if let Some(r) = redactor.as_deref_mut() {
         r.state(&mut fa);
         r.state(&mut fb);
         for o in outputs.iter_mut().flatten() {
             *o = r.output(o);
         }
     }
+    let [ha, hb] = [a, b].map(|r| &r.bundle.header);
+    let mut shown = |t: &str| match redactor.as_deref_mut() {
+        Some(r) => r.text(t),
+        None => t.to_string(),
+    };
+    let mut notes = Vec::new();
+    let short = |h: &str| h.get(..12).unwrap_or(h).to_string();
+    if ha.case != hb.case {
+        notes.push(format!(
+            "the runs are of different cases: a `{}`, b `{}`",
+            shown(&ha.case),
+            shown(&hb.case)
+        ));
+    } else if ha.case_hash != hb.case_hash {
+        notes.push(format!(
+            "the runs are of different versions of case `{}` (case hashes {} and {})",
+            shown(&ha.case),
+            short(&ha.case_hash),
+            short(&hb.case_hash)
+        ));
+    }
+    if ha.world != hb.world {
+        notes.push(format!(
+            "the runs are of different worlds: a `{}`, b `{}` (their final states differ by what each world holds too)",
+            ha.world, hb.world
+        ));
+    } else if ha.world_hash != hb.world_hash {
+        notes.push(format!(
+            "the runs are of different contents of world `{}` (world hashes {} and {}; their final states differ by what each holds too)",
+            ha.world,
+            short(&ha.world_hash),
+            short(&hb.world_hash)
+        ));
+    }
+    // A failure's signature names a check, as the view's policy shows it.
+    let endings = [a, b].map(|r| {
+        let mut e = Ending::of(r.bundle.footer.as_ref());
+        e.outcome = shown(&e.outcome);
+        e
+    });
     Sides {
         events: [ea.len(), eb.len()],
         first,
         state: worldline_engine::grade::diff::diff(&fa, &fb),
         outputs,
+        endings,
+        notes,
     }
 }
 
@@ -166,9 +258,12 @@ pub fn json(c: &Compared<'_>) -> Value {
         "events": [c.a.events, c.b.events],
         "first_divergence": c.first.as_ref().map(|f| json!({"index": f.index, "a": side(f.a.as_ref()), "b": side(f.b.as_ref())})),
         "final_state_diff": c.state,
+        "notes": c.notes,
+        "outcomes": [c.a.ending.outcome, c.b.ending.outcome],
         "outputs": [c.a.output, c.b.output],
         "redacted_view": c.redacted_view,
         "rules": [c.a.rules, c.b.rules],
+        "status": [c.a.ending.status, c.b.ending.status],
     })
 }
 
@@ -191,6 +286,9 @@ pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()>
         "a: {}  ({} events)\nb: {}  ({} events)",
         c.a.run, c.a.events, c.b.run, c.b.events
     )?;
+    for n in c.notes {
+        writeln!(out, "note: {}", super::field(n))?;
+    }
     match &c.first {
         None => writeln!(out, "same events")?,
         Some(First { index: i, a, b }) => {
@@ -248,8 +346,10 @@ pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()>
         writeln!(out, "final states: identical")?;
     } else {
         writeln!(out, "final state, a -> b:")?;
+        // Each line at most as long as `run` and `grade` show one (a
+        // 2M-character value was printed whole).
         for l in c.state.lines() {
-            writeln!(out, "  {l}")?;
+            writeln!(out, "  {}", super::field(&l))?;
         }
     }
     // What each run returned (a run may answer otherwise with the same
@@ -259,6 +359,13 @@ pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()>
         writeln!(out, "outputs differ:")?;
         writeln!(out, "  a: {}", shown(c.a.output))?;
         writeln!(out, "  b: {}", shown(c.b.output))?;
+    }
+    // How each ended (two runs of the same events may not end alike: one
+    // out of fuel, the other stopped by the watchdog).
+    if c.endings_differ() {
+        writeln!(out, "endings differ:")?;
+        writeln!(out, "  a: {}", c.a.ending.shown())?;
+        writeln!(out, "  b: {}", c.b.ending.shown())?;
     }
     Ok(())
 }
@@ -275,9 +382,17 @@ impl Compared<'_> {
         }
     }
 
-    /// Whether the runs differ at all: in an event, the final state, or
-    /// what they returned (`diff` exits 1 then).
+    /// Whether the runs ended otherwise: in their status or outcome.
+    pub fn endings_differ(&self) -> bool {
+        self.a.ending != self.b.ending
+    }
+
+    /// Whether the runs differ at all: in an event, the final state, what
+    /// they returned, or how they ended (`diff` exits 1 then).
     pub fn differ(&self) -> bool {
-        self.first.is_some() || !self.state.is_empty() || self.outputs_differ()
+        self.first.is_some()
+            || !self.state.is_empty()
+            || self.outputs_differ()
+            || self.endings_differ()
     }
 }

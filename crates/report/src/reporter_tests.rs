@@ -880,6 +880,14 @@ fn first_of(
     super::diff::first_difference(&mut Held::of(a), &mut Held::of(b), None)
 }
 
+/// How a completed run that passed ended.
+fn passed() -> super::diff::Ending {
+    super::diff::Ending {
+        status: "completed".into(),
+        outcome: "passed".into(),
+    }
+}
+
 /// `forked_bundle()`'s events beside the same run answered otherwise at
 /// event 2, whose final state has the deploy rolled back.
 fn compared_runs(f: impl FnOnce(&super::diff::Compared<'_>) -> String) -> String {
@@ -896,22 +904,26 @@ fn compared_runs(f: impl FnOnce(&super::diff::Compared<'_>) -> String) -> String
     });
     let state = worldline_engine::grade::diff::diff(&deploys(), &after);
     use super::diff::{Compared, Side};
+    let ending = passed();
     f(&Compared {
         a: Side {
             run: "20261128-093040-d00d0004",
             events: a.len(),
             output: None,
             rules: 8,
+            ending: &ending,
         },
         b: Side {
             run: "20261128-093041-e00e0005",
             events: b.len(),
             output: Some("rolled back D-42"),
             rules: 9,
+            ending: &ending,
         },
         first: first_of(&a, &b),
         state: &state,
         redacted_view: false,
+        notes: &[],
     })
 }
 
@@ -941,22 +953,26 @@ fn diff_names_the_request_field_two_equal_lines_differ_in() {
     let mut b = a.clone();
     b[1].request["temperature"] = serde_json::json!(1.0);
     let state = worldline_engine::grade::diff::diff(&deploys(), &deploys());
+    let ending = passed();
     let c = super::diff::Compared {
         a: super::diff::Side {
             run: "a",
             events: a.len(),
             output: None,
             rules: 9,
+            ending: &ending,
         },
         b: super::diff::Side {
             run: "b",
             events: b.len(),
             output: None,
             rules: 9,
+            ending: &ending,
         },
         first: first_of(&a, &b),
         state: &state,
         redacted_view: false,
+        notes: &[],
     };
     let written = text(|out| super::diff::write(out, &c, super::timeline::Cut::Standard));
     assert!(

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 use worldline_case::shown::one_line;
 use worldline_engine::fuzz::repro::Repro;
-use worldline_log::log::rules;
+use worldline_log::log::{Status, rules};
 
 pub fn write(out: &mut impl Write, r: &Repro) -> io::Result<()> {
     writeln!(out, "repro {}: {}", r.run, r.outcome)?;
@@ -33,8 +33,22 @@ pub fn write(out: &mut impl Write, r: &Repro) -> io::Result<()> {
         }
     }
     // How many distinct runs the repetitions were (cli.md promises it;
-    // the text said it only when it was 1).
-    if r.distinct_runs == 1 {
+    // the text said it only when it was 1). A run the watchdog stopped
+    // ended by the wall clock, not by anything the seeds decide: the same
+    // run every time says nothing of the model seed then (it said nothing
+    // in the case draws from it).
+    let timeout = Status::Timeout.as_str();
+    let watched = r.outcome == timeout || r.outcomes.contains_key(timeout);
+    if watched {
+        match r.distinct_runs {
+            1 => writeln!(out, "  every repetition recorded the same events")?,
+            n => writeln!(out, "  {n} distinct runs")?,
+        }
+        writeln!(
+            out,
+            "  a `timeout` is the wall-clock watchdog's ([limits] timeout_ms), not replayable: whether a repetition times out depends on this machine's speed and load, not only on the seeds, so the rate is of this machine now"
+        )?;
+    } else if r.distinct_runs == 1 {
         writeln!(
             out,
             "  every repetition was the same run: nothing in this case draws from the model seed"

@@ -15,6 +15,15 @@
 //! user, each what the agent said as an assistant message and the user's
 //! reply (or parting words) as a `user` message.
 //!
+//! Every approval the run asked for (the agent's `approval.request`, or
+//! the host's before a tool whose permission is `ask`) is in `approvals`,
+//! in event order, on every agent path: what was asked, by whom, and the
+//! decision with its reason ([`approval`]). A run without model calls also
+//! has each approval its agent asked as an assistant message calling
+//! `approval_request` (`kind`, `details`) and the decision as its `tool`
+//! message, between the turns it came between (a model-driven agent's
+//! messages are its model's, which hold what the agent told it).
+//!
 //! Where the endpoint returned token ids (`[model] token_ids`, decision
 //! 0350), `tokens` lists each model call's prompt and completion ids,
 //! log-probabilities and tokenizer, whole, in call order; a redacted
@@ -40,12 +49,17 @@ use std::collections::BTreeMap;
 use worldline_engine::fuzz::stats::{pass_at_ks, pass_hat_ks};
 use worldline_engine::fuzz::summary::PassK;
 use worldline_log::log::bundle::{Footer, Header, HeldBundle};
+use worldline_log::log::payload::{ApprovalAsk, Decision};
 use worldline_log::log::{Call, Event, Held, asked, delivery};
 
 /// One line of the trajectories file.
 #[derive(Serialize)]
 pub struct Trajectory {
     pub agent_sha256: String,
+    /// Every approval asked, in event order ([`approval`]; left out when
+    /// none was).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<Value>,
     /// A fork (of a served episode by a `reset` with `fork_of`, by `fork`,
     /// a `fork --samples` branch): its parent run and the event it went
     /// live at, the events before it the parent's, sent again; and for a
@@ -116,6 +130,7 @@ impl Trajectory {
             branch
         });
         Trajectory {
+            approvals: approvals(b.events.as_held()),
             branch,
             group: None,
             episode_id: b.header.episode_id.clone(),
@@ -141,6 +156,53 @@ impl Trajectory {
         }
     }
 }
+
+/// The approvals of a run's events, in order ([`approval`]).
+fn approvals(events: &[Event]) -> Vec<Value> {
+    (events.iter())
+        .filter_map(|e| match e.typed() {
+            Call::ApprovalRequest { request, response } => Some(approval(e, &request, &response)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One approval as the exports give it: its event (`seq`, `vtime_ns`),
+/// what was asked (`kind`, `details`), who asked (`asked_by`: `agent`, or
+/// `host` before a tool whose permission is `ask`), the `decision`
+/// (`approved` / `denied`), the `reason` of a denial, and the `approver`
+/// (the `[[approve]]` rule that decided, when recorded).
+pub fn approval(e: &Event, request: &ApprovalAsk, response: &Decision) -> Value {
+    let mut a = json!({
+        "seq": e.seq,
+        "vtime_ns": e.vtime_ns,
+        "kind": request.kind,
+        "details": request.details,
+        "asked_by": if request.by.is_some() { "host" } else { "agent" },
+        "decision": if response.denied.is_some() { "denied" } else { "approved" },
+    });
+    if let Some(reason) = &response.denied {
+        a["reason"] = reason.clone();
+    }
+    if let Some(approver) = response.detail.get("approver") {
+        a["approver"] = approver.clone();
+    }
+    a
+}
+
+/// An approval's decision as the agent got it: `{"approved": true}` or
+/// `{"denied": reason}`.
+pub fn decision(response: &Decision) -> Value {
+    match &response.denied {
+        Some(reason) => json!({"denied": reason}),
+        None => json!({"approved": true}),
+    }
+}
+
+/// The function an approval the agent asked is written as calling, in
+/// the chat messages and ATIF steps built from events (`approval.request`
+/// in the WIT; a function's name has no dot).
+pub const APPROVAL_FUNCTION: &str = "approval_request";
 
 /// What counting groups needs of one run: its id, header and verdict.
 pub struct Member {
@@ -319,6 +381,31 @@ fn messages(
         }
         let (request, response) = match e.typed() {
             Call::ToolsCall { request, response } => (request, response),
+            // An approval the agent asked: a call of its own, answered
+            // with the decision (one the host asked before a tool is in
+            // `approvals`, and the tool's answer says a denial).
+            Call::ApprovalRequest { request, response } if request.by.is_none() => {
+                let id = format!("call_{}", e.seq);
+                let args = json!({"kind": request.kind, "details": request.details});
+                out.push(json!({
+                    "role": "assistant",
+                    "content": null,
+                    "tool_calls": [{
+                        "id": id,
+                        "type": "function",
+                        "function": {
+                            "name": APPROVAL_FUNCTION,
+                            "arguments": worldline_case::canon::to_string(&args),
+                        },
+                    }],
+                }));
+                out.push(json!({
+                    "role": "tool",
+                    "tool_call_id": id,
+                    "content": worldline_case::canon::to_string(&decision(&response)),
+                }));
+                continue;
+            }
             Call::UserSay { request, response } => {
                 out.push(json!({"role": "assistant", "content": request.message}));
                 let user = match (response.reply, response.ended) {

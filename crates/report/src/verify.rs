@@ -235,11 +235,20 @@ impl<W: Write> Stream<W> {
             0 => String::new(),
             n => format!(", {n} from a later worldline not replayed"),
         };
+        // Runs the watchdog stopped are said apart, as `--json` counts
+        // them: a timeout is neither identical nor verified (they were
+        // counted among those).
+        let timeouts = match tally.timeout {
+            0 => String::new(),
+            n => format!(
+                ", {n} timeout (stopped by the watchdog: wall-clock, not replayable, their replayed events match; not drift)"
+            ),
+        };
         writeln!(
             out,
-            "{} runs: {} identical or verified ({} of them boundary replays of native agents, {} of those MCP sessions), {} diverged, {} unreadable, {} incomplete without a header{unreplayed}{copies}{later}; drift rate {:.1}%",
+            "{} runs: {} identical or verified ({} of them boundary replays of native agents, {} of those MCP sessions){timeouts}, {} diverged, {} unreadable, {} incomplete without a header{unreplayed}{copies}{later}; drift rate {:.1}%",
             total + v.headless.len() + v.sessions.len() + v.copies.len() + v.later.len(),
-            tally.replayed - tally.diverged,
+            tally.replayed - tally.diverged - tally.timeout,
             tally.boundary_agreed,
             tally.mcp_agreed,
             tally.diverged,

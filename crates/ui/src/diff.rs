@@ -1,6 +1,8 @@
 //! The diff page: two runs side by side at the first event where they
 //! differ, the values that differ highlighted on each side, and the
-//! difference of their final states and outputs, coloured by kind.
+//! difference of their final states and outputs, coloured by kind, and of
+//! how each ended; a note first when the runs are of different cases or
+//! worlds.
 
 use super::event::diff_lines;
 use super::html::{json_against, layout, url};
@@ -43,21 +45,41 @@ fn side(id: &str, i: usize, e: Option<&Event>, other: Option<&Event>, class: &st
 }
 
 /// What the two runs returned, when they differ: each as the JSON value it
-/// is, else its text, and `(none)` for a run that returned nothing (an
-/// output showed as one escaped string, none as `""`), as `diff` prints
-/// them.
+/// is, else its text, and a run that returned nothing said to have no
+/// output (it was shown as the string `"(none)"`, as a run that returned
+/// that text is).
 fn outputs(o: &[Option<String>; 2]) -> Markup {
-    let shown = |o: &Option<String>| match o {
-        None => Value::String("(none)".into()),
-        Some(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())),
+    let shown = |o: &Option<String>| {
+        o.as_ref()
+            .map(|text| serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())))
     };
     let (a, b) = (shown(&o[0]), shown(&o[1]));
     if a == b {
         return html! {};
     }
+    let one = |v: &Option<Value>, other: &Option<Value>, class: &str| match v {
+        None => html! { p.absent { em { "no output" } } },
+        Some(v) => json_against(v, Some(other.as_ref().unwrap_or(&Value::Null)), class),
+    };
     html! {
         h2 { "Output" }
-        div.grid #output-diff { (json_against(&a, Some(&b), "del")) (json_against(&b, Some(&a), "ins")) }
+        div.grid #output-diff { (one(&a, &b, "del")) (one(&b, &a, "ins")) }
+    }
+}
+
+/// How each run ended, when they ended otherwise: status and outcome.
+fn endings(e: &[compare::Ending; 2]) -> Markup {
+    if e[0] == e[1] {
+        return html! {};
+    }
+    let one = |e: &compare::Ending| {
+        html! {
+            p.mono { (e.status) @if e.outcome != e.status { " (" (e.outcome) ")" } }
+        }
+    };
+    html! {
+        h2 { "Ending" }
+        div.grid #ending-diff { div { h3 { "a" } (one(&e[0])) } div { h3 { "b" } (one(&e[1])) } }
     }
 }
 
@@ -74,10 +96,12 @@ pub(crate) fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
     let mut redactor = app.redactor()?;
     let sides = compare::sides(&a, &b, redactor.as_mut());
     let ([na, nb], first, d, outs) = (sides.events, sides.first, sides.state, sides.outputs);
+    let (ends, notes) = (sides.endings, sides.notes);
     let link = |id: &str| html! { a.mono href={ "/run/" (url(id)) } { (id) } };
     let o = html! {
         (form(&ida, &idb))
         p { "a: " (link(&ida)) " (" (na) " events) · b: " (link(&idb)) " (" (nb) " events)" }
+        @if !notes.is_empty() { div.note #diff-notes { @for n in &notes { p { "note: " (n) } } } }
         @match &first {
             None => { p #first-difference { "same events" } }
             Some(f) => {
@@ -91,6 +115,7 @@ pub(crate) fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
         h2 { "Final state, a → b" }
         @if d.is_empty() { p #state-diff { "identical" } } @else { (diff_lines("state-diff", &d)) }
         (outputs(&outs))
+        (endings(&ends))
     };
     Ok(Reply::Page(layout("diff", o)))
 }

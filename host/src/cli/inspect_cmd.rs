@@ -264,16 +264,19 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
             events: sides.events[0],
             output: sides.outputs[0].as_deref(),
             rules: a.rules,
+            ending: &sides.endings[0],
         },
         b: compare::Side {
             run: &b.id,
             events: sides.events[1],
             output: sides.outputs[1].as_deref(),
             rules: b.rules,
+            ending: &sides.endings[1],
         },
         first: sides.first,
         state: &sides.state,
         redacted_view: redactor.is_some(),
+        notes: &sides.notes,
     };
     let mut out = std::io::stdout().lock();
     if args.common.json {

@@ -55,12 +55,18 @@ pub struct Tally {
     pub verified_prefix: usize,
     pub timeout: usize,
     pub diverged: usize,
-    /// Native runs that did not diverge (whatever else their verdict).
+    /// Native runs identical or verified (not diverged, nor a timeout).
     pub boundary_agreed: usize,
     /// MCP sessions (`worldline mcp`) replayed, whatever their verdict.
     pub mcp_sessions: usize,
-    /// MCP sessions that did not diverge.
+    /// MCP sessions identical or verified (not diverged, nor a timeout).
     pub mcp_agreed: usize,
+}
+
+/// A replay `verify` counts among the identical or verified: neither
+/// diverged nor stopped by a watchdog (`timeout`, counted apart).
+fn agreed(v: Verdict) -> bool {
+    matches!(v, Verdict::Identical | Verdict::VerifiedPrefix)
 }
 
 impl Tally {
@@ -74,7 +80,10 @@ impl Tally {
             (Verdict::Timeout, _) => self.timeout += 1,
             (Verdict::Diverged, _) => self.diverged += 1,
         }
-        if r.scope == Scope::Boundary && r.verdict != Verdict::Diverged {
+        // Among the identical or verified: not a timeout, which the
+        // totals say apart (a native run the watchdog stopped was counted
+        // a boundary replay of none).
+        if r.scope == Scope::Boundary && agreed(r.verdict) {
             self.boundary_agreed += 1;
         }
     }
@@ -83,7 +92,7 @@ impl Tally {
     pub fn add_mcp_session(&mut self, r: &ReplayReport) {
         self.add(r);
         self.mcp_sessions += 1;
-        if r.verdict != Verdict::Diverged {
+        if agreed(r.verdict) {
             self.mcp_agreed += 1;
         }
     }
