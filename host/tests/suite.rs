@@ -1048,17 +1048,10 @@ fn spawn_suite(
         .unwrap()
 }
 
-/// Ctrl-C (SIGINT) during a suite of component runs: no case starts after
-/// it, the run under way ends, and the report (`--json`), JUnit, the
-/// events and the last session are written for the cases that ran, the
-/// rest `skipped`; then the signal ends the process. The signal ended it
-/// at once before, with no report and no last session.
-#[test]
-fn a_signal_stops_the_suite_starting_cases_and_it_reports_what_ran() {
-    use std::io::Read as _;
-    use std::os::unix::process::ExitStatusExt as _;
-    let dir = temp_dir();
-    let cases = dir.path().join("cases");
+/// Forty cases of 2,000 tool calls each in `dir`/cases: a suite long
+/// enough to signal while it runs.
+fn forty_cases_of_2000_calls(dir: &Path) -> PathBuf {
+    let cases = dir.join("cases");
     std::fs::create_dir_all(&cases).unwrap();
     let calls = vec![r#"{ tool = "get_ticket", args = { id = "T-1" } }"#; 2000].join(", ");
     for i in 0..40 {
@@ -1070,6 +1063,20 @@ fn a_signal_stops_the_suite_starting_cases_and_it_reports_what_ran() {
             ),
         );
     }
+    cases
+}
+
+/// Ctrl-C (SIGINT) during a suite of component runs: no case starts after
+/// it, the run under way ends, and the report (`--json`), JUnit, the
+/// events and the last session are written for the cases that ran, the
+/// rest `skipped`; then the signal ends the process. The signal ended it
+/// at once before, with no report and no last session.
+#[test]
+fn a_signal_stops_the_suite_starting_cases_and_it_reports_what_ran() {
+    use std::io::Read as _;
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = temp_dir();
+    let cases = forty_cases_of_2000_calls(dir.path());
     let store = dir.path().join("store");
     let junit = dir.path().join("junit.xml");
     let events = dir.path().join("events.jsonl");
@@ -1161,18 +1168,7 @@ fn a_signal_sent_twice_at_once_stops_the_suite_as_one_does() {
     use std::io::Read as _;
     use std::os::unix::process::ExitStatusExt as _;
     let dir = temp_dir();
-    let cases = dir.path().join("cases");
-    std::fs::create_dir_all(&cases).unwrap();
-    let calls = vec![r#"{ tool = "get_ticket", args = { id = "T-1" } }"#; 2000].join(", ");
-    for i in 0..40 {
-        write_case(
-            &cases,
-            &format!("c{i:02}"),
-            &format!(
-                "world = \"demo@v1\"\nseed = {i}\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [{calls}] }}\n"
-            ),
-        );
-    }
+    let cases = forty_cases_of_2000_calls(dir.path());
     let store = dir.path().join("store");
     let junit = dir.path().join("junit.xml");
     let events = dir.path().join("events.jsonl");

@@ -330,6 +330,20 @@ fn answers_after(held: &Held, seq: u64, mut pending: Vec<asked::Asked>) -> Vec<V
 }
 
 /// A tool's answer as the `tool` message to the call `id`.
+/// The assistant's message calling function `name` with `args` (their
+/// canonical JSON text), as call `id`.
+fn assistant_call(id: &str, name: &str, args: &Value) -> Value {
+    json!({
+        "role": "assistant",
+        "content": null,
+        "tool_calls": [{
+            "id": id,
+            "type": "function",
+            "function": {"name": name, "arguments": worldline_case::canon::to_string(args)},
+        }],
+    })
+}
+
 fn tool_message(id: &str, response: worldline_log::log::payload::Answer) -> Value {
     let answer = match (response.error, response.ok) {
         (Some(err), _) => json!({"error": err}),
@@ -387,18 +401,7 @@ fn messages(
             Call::ApprovalRequest { request, response } if request.by.is_none() => {
                 let id = format!("call_{}", e.seq);
                 let args = json!({"kind": request.kind, "details": request.details});
-                out.push(json!({
-                    "role": "assistant",
-                    "content": null,
-                    "tool_calls": [{
-                        "id": id,
-                        "type": "function",
-                        "function": {
-                            "name": APPROVAL_FUNCTION,
-                            "arguments": worldline_case::canon::to_string(&args),
-                        },
-                    }],
-                }));
+                out.push(assistant_call(&id, APPROVAL_FUNCTION, &args));
                 out.push(json!({
                     "role": "tool",
                     "tool_call_id": id,
@@ -419,18 +422,7 @@ fn messages(
             _ => continue,
         };
         let id = format!("call_{}", e.seq);
-        out.push(json!({
-            "role": "assistant",
-            "content": null,
-            "tool_calls": [{
-                "id": id,
-                "type": "function",
-                "function": {
-                    "name": request.name,
-                    "arguments": worldline_case::canon::to_string(request.args()),
-                },
-            }],
-        }));
+        out.push(assistant_call(&id, &request.name, request.args()));
         out.push(tool_message(&id, response));
     }
     let replayed = at.map(|_| replayed.unwrap_or(out.len()));
