@@ -93,24 +93,35 @@ impl Tree {
     /// Kill the agent and every process it started, again until none is
     /// left (a process forking meanwhile is found the next time round).
     pub(super) fn kill_all(&self) {
-        let root = self.keeper.id() as i32;
         let until = Instant::now() + KILL_FOR;
-        loop {
-            // The keeper is in the agent's process group: a `kill -STOP 0`
-            // (or a terminal's SIGTTIN) stops it too, and a stopped keeper
-            // reaps nothing and reports nothing.
-            // SAFETY: a signal to this process's own child, not yet reaped.
-            unsafe { libc::kill(root, libc::SIGCONT) };
-            let alive = descendants(root);
-            if alive.is_empty() || Instant::now() > until {
-                return;
-            }
-            let tree: BTreeSet<i32> = alive.iter().copied().chain([root]).collect();
-            for pid in alive {
-                kill(pid, root, &tree);
-            }
+        while self.kill_round() && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(1));
         }
+    }
+
+    /// Kill what the tree holds now; whether anything was found. The
+    /// keeper's own children first, read from its one `children` file
+    /// (what a process forking and exiting over and over leaves is
+    /// re-parented there at once): the search of every process takes
+    /// longer than such a process lives, and a chase by it alone lost.
+    fn kill_round(&self) -> bool {
+        let root = self.keeper.id() as i32;
+        // The keeper is in the agent's process group: a `kill -STOP 0`
+        // (or a terminal's SIGTTIN) stops it too, and a stopped keeper
+        // reaps nothing and reports nothing.
+        // SAFETY: a signal to this process's own child, not yet reaped.
+        unsafe { libc::kill(root, libc::SIGCONT) };
+        let keepers = BTreeSet::from([root]);
+        let direct = children_of(root);
+        for &pid in &direct {
+            kill(pid, root, &keepers);
+        }
+        let alive = descendants(root);
+        let tree: BTreeSet<i32> = alive.iter().copied().chain([root]).collect();
+        for &pid in &alive {
+            kill(pid, root, &tree);
+        }
+        !direct.is_empty() || !alive.is_empty()
     }
 
     /// Kill everything in the tree and reap the keeper.
@@ -118,16 +129,22 @@ impl Tree {
         self.finish();
     }
 
+    /// Kill the tree until the keeper exits, which it does once it has
+    /// no child left: a search that found nothing may have missed a
+    /// process forking meanwhile, the keeper's exit does not.
     fn finish(&mut self) {
         if std::mem::replace(&mut self.ended, true) {
             return;
         }
+        // Before the keeper is reaped: its pid, which names its session,
+        // is not given to another process while it is a zombie.
         self.kill_all();
-        let until = Instant::now() + KEEPER_EXITS_WITHIN;
+        let until = Instant::now() + KILL_FOR + KEEPER_EXITS_WITHIN;
         while Instant::now() < until {
             if !matches!(self.keeper.try_wait(), Ok(None)) {
                 return;
             }
+            self.kill_round();
             std::thread::sleep(Duration::from_millis(1));
         }
         let _ = self.keeper.kill();
@@ -336,16 +353,32 @@ fn descendants(root: i32) -> Vec<i32> {
         }
     }
     let mut found = BTreeSet::new();
+    let mut seen = BTreeSet::new();
     let mut next: Vec<i32> = [root].into_iter().chain(session.iter().copied()).collect();
     found.extend(session);
     while let Some(parent) = next.pop() {
         for &child in children.get(&parent).into_iter().flatten() {
-            if !zombies.contains(&child) && found.insert(child) {
+            // A zombie's children are searched too: read before it died,
+            // they were not yet the keeper's.
+            if seen.insert(child) {
                 next.push(child);
+                if !zombies.contains(&child) {
+                    found.insert(child);
+                }
             }
         }
     }
     found.into_iter().collect()
+}
+
+/// The children of process `pid` (single-threaded: the keeper), from its
+/// `children` file.
+fn children_of(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
 }
 
 /// Every process as (pid, parent pid, state, session id).
@@ -461,6 +494,53 @@ mod tests {
             gone,
             "{pid}, started before the keeper was killed, outlived its tree"
         );
+    }
+
+    /// A process that forks and exits over and over, leaving its session
+    /// now and then, is ended with the tree: the search of every process
+    /// took longer than a generation lives, and the chase gave up after
+    /// its 5 s with the newest one left to init, forking for good.
+    #[test]
+    fn a_fork_hopper_is_ended_with_the_tree() {
+        let marker = format!("hopper-{}", std::process::id());
+        let hopper = "import os, sys, time\nn = 0\nwhile True:\n    if os.fork(): os._exit(0)\n    n += 1\n    if n % 1000 == 0:\n        os.setsid()\n    time.sleep(0.001)\n";
+        // Four trees: one chase in three or so lost it before.
+        for _ in 0..4 {
+            let mut cmd = Command::new("python3");
+            cmd.args(["-c", hopper, &marker])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            let tree = spawn(&mut cmd).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            tree.end();
+        }
+        let with_marker = || {
+            processes()
+                .into_iter()
+                .filter(|(pid, _, state, _)| {
+                    *state != 'Z' && {
+                        let line =
+                            std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                        String::from_utf8_lossy(&line).contains(&marker)
+                    }
+                })
+                .map(|(pid, ..)| pid)
+                .collect::<Vec<_>>()
+        };
+        let left = with_marker();
+        // Whatever escaped is ended here, so that a failure leaves nothing.
+        for _ in 0..2000 {
+            for pid in with_marker() {
+                // SAFETY: freezing then killing the escaped hopper.
+                unsafe { libc::kill(pid, libc::SIGSTOP) };
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            if with_marker().is_empty() {
+                break;
+            }
+        }
+        assert!(left.is_empty(), "the hopper outlived its tree: {left:?}");
     }
 
     #[test]
