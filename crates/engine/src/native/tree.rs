@@ -456,6 +456,25 @@ fn kill(pid: i32, root: i32, tree: &BTreeSet<i32>) {
 mod tests {
     use super::*;
 
+    /// The pid a test's shell printed on its first line of `out`, read
+    /// byte by byte (a process it started may hold the pipe open).
+    fn pid_line(out: &mut impl Read) -> i32 {
+        let mut pid = String::new();
+        let mut byte = [0u8];
+        while out.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
+            pid.push(byte[0] as char);
+        }
+        pid.trim().parse().unwrap()
+    }
+
+    /// Whether process `pid` has ended (gone, or a zombie).
+    fn gone(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| parent_and_state(&s))
+            .is_none_or(|(_, state)| state == 'Z')
+    }
+
     #[test]
     fn stat_lines_with_odd_names_parse() {
         assert_eq!(
@@ -479,19 +498,10 @@ mod tests {
         let mut tree = spawn(&mut cmd).unwrap();
         let mut out = tree.stdio().stdout.unwrap();
         assert_eq!(tree.watch().recv().unwrap(), None, "the keeper died unsaid");
-        let mut pid = String::new();
-        let mut byte = [0u8];
-        while out.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
-            pid.push(byte[0] as char);
-        }
-        let pid: i32 = pid.trim().parse().unwrap();
+        let pid = pid_line(&mut out);
         tree.end();
-        let gone = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| parent_and_state(&s))
-            .is_none_or(|(_, state)| state == 'Z');
         assert!(
-            gone,
+            gone(pid),
             "{pid}, started before the keeper was killed, outlived its tree"
         );
     }
@@ -554,20 +564,11 @@ mod tests {
         let mut out = tree.stdio().stdout.unwrap();
         let status = tree.watch().recv().unwrap().unwrap();
         assert_eq!(status.code(), Some(3));
-        let mut pid = String::new();
         // The daemon holds stdout: read its pid's line only.
-        let mut byte = [0u8];
-        while out.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
-            pid.push(byte[0] as char);
-        }
-        let pid: i32 = pid.trim().parse().unwrap();
+        let pid = pid_line(&mut out);
         assert!(descendants(tree.keeper.id() as i32).contains(&pid));
         tree.end();
-        let gone = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| parent_and_state(&s))
-            .is_none_or(|(_, state)| state == 'Z');
-        assert!(gone, "the daemon {pid} outlived its tree");
+        assert!(gone(pid), "the daemon {pid} outlived its tree");
         let mut rest = Vec::new();
         out.read_to_end(&mut rest).unwrap();
     }
