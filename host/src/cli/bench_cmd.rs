@@ -222,14 +222,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
     let world = format!("tau2-{domain}");
     with_build_step(&mut converted.files, service_name, &world);
     write_folder(&args.output, &converted.files, service_name, service)?;
-    let service_path = args.output.join("service").join(service_name);
-    let wasm = args
-        .output
-        .join("worlds")
-        .join(&world)
-        .join("v1")
-        .join(Path::new(service_name).with_extension("wasm"));
-    let build = build_command(&service_path, None, &wasm);
+    let build = service_build(&args.output, service_name, &world, None);
     imported(&args, known, &converted, &build)
 }
 
@@ -298,6 +291,17 @@ fn build_command(service: &Path, venv: Option<&Path>, wasm: &Path) -> String {
     shlex::try_join(words.iter().map(|w| w.as_ref())).unwrap_or_else(|_| words.join(" "))
 }
 
+/// The command that builds the world service `service_name` of the
+/// import in `dir` (its `service/`) into its world `world`'s `v1/`.
+fn service_build(dir: &Path, service_name: &str, world: &str, venv: Option<&Path>) -> String {
+    let wasm = Path::new(service_name).with_extension("wasm");
+    build_command(
+        &dir.join("service").join(service_name),
+        venv,
+        &dir.join("worlds").join(world).join("v1").join(wasm),
+    )
+}
+
 /// The import's README with how to build its world service, from the
 /// import's folder (only `bench import`'s last line said it, and `check`
 /// then called the service "not built yet").
@@ -306,11 +310,7 @@ fn with_build_step(files: &mut BTreeMap<String, String>, service_name: &str, wor
         return;
     };
     let service = format!("service/{service_name}");
-    let wasm = format!(
-        "worlds/{world}/v1/{}",
-        Path::new(service_name).with_extension("wasm").display()
-    );
-    let command = build_command(Path::new(&service), None, Path::new(&wasm));
+    let command = service_build(Path::new(""), service_name, world, None);
     if !readme.ends_with('\n') {
         readme.push('\n');
     }

@@ -9,7 +9,7 @@
 //! the last two importing `agentdojo_mail.py`, written beside them;
 //! decisions 0374, 0375, 0378).
 
-use super::{ImportArgs, Known, build_command, convert, imported, pinned_python, write_folder};
+use super::{ImportArgs, Known, convert, imported, pinned_python, write_folder};
 use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use worldline_case::error::InputError;
@@ -40,18 +40,9 @@ pub fn import(args: &ImportArgs, known: &Known, suite: &str) -> Result<ExitCode>
             .insert("service/agentdojo_mail.py".into(), MAIL.into());
     }
     let service_name = format!("{suite}.py");
-    super::with_build_step(
-        &mut converted.files,
-        &service_name,
-        &format!("agentdojo-{suite}"),
-    );
+    let world = format!("agentdojo-{suite}");
+    super::with_build_step(&mut converted.files, &service_name, &world);
     write_folder(&args.output, &converted.files, &service_name, service)?;
-    let build = build_command(
-        &args.output.join("service").join(&service_name),
-        None,
-        &args
-            .output
-            .join(format!("worlds/agentdojo-{suite}/v1/{suite}.wasm")),
-    );
+    let build = super::service_build(&args.output, &service_name, &world, None);
     imported(args, known, &converted, &build)
 }

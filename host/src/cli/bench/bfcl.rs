@@ -5,7 +5,7 @@
 //! per-turn checks; the world service (`bfcl_service.py`) runs BFCL's own
 //! classes, bundled from that same environment (decision 0377).
 
-use super::{ImportArgs, Known, build_command, convert, imported, pinned_python, write_folder};
+use super::{ImportArgs, Known, convert, imported, pinned_python, write_folder};
 use crate::cli::exit::ExitCode;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -37,11 +37,7 @@ pub fn import(args: &ImportArgs, known: &Known, category: &str) -> Result<ExitCo
     // own `sys.prefix` (a bare `--python python` of an activated
     // environment printed `--venv VENV`, which no shell could run).
     let venv = prefix_of(&python).unwrap_or_else(|| PathBuf::from("VENV"));
-    let build = build_command(
-        &args.output.join("service").join("bfcl.py"),
-        Some(&venv),
-        &args.output.join("worlds/bfcl-multi-turn/v1/bfcl.wasm"),
-    );
+    let build = super::service_build(&args.output, "bfcl.py", "bfcl-multi-turn", Some(&venv));
     imported(args, known, &converted, &build)
 }
 
