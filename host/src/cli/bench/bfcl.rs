@@ -41,14 +41,53 @@ pub fn import(args: &ImportArgs, known: &Known, category: &str) -> Result<ExitCo
     imported(args, known, &converted, &build)
 }
 
-/// The environment `python` runs in (its `sys.prefix`), if it says.
+/// The environment `python` runs in (its `sys.prefix`), if it says: read
+/// to a path's length at most (a `--python` that writes without end is
+/// stopped there), and it ends with worldline.
 fn prefix_of(python: &Path) -> Option<PathBuf> {
-    let out = std::process::Command::new(python)
+    use std::io::Read as _;
+    let mut command = std::process::Command::new(python);
+    worldline_engine::native::ends_with_this_thread(&mut command);
+    let mut child = command
         .args(["-c", "import sys; sys.stdout.write(sys.prefix)"])
         .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
-        .output()
+        .spawn()
         .ok()?;
-    let prefix = String::from_utf8(out.stdout).ok()?;
-    (out.status.success() && Path::new(&prefix).is_absolute()).then(|| PathBuf::from(prefix))
+    let mut prefix = Vec::new();
+    let read = (child.stdout.take()?.take(PREFIX_AT_MOST + 1)).read_to_end(&mut prefix);
+    let _ = child.kill();
+    let status = child.wait().ok()?;
+    let prefix = String::from_utf8(prefix).ok()?;
+    (read.is_ok() && status.success() && prefix.len() as u64 <= PREFIX_AT_MOST)
+        .then(|| PathBuf::from(prefix))
+        .filter(|p| p.is_absolute())
+}
+
+/// The longest `sys.prefix` taken (Linux's `PATH_MAX`).
+const PREFIX_AT_MOST: u64 = 4096;
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_of;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    /// A "Python" that writes its prefix is taken at its word; one that
+    /// writes without end is stopped at a path's length and taken for
+    /// none (its output was read whole).
+    #[test]
+    fn a_prefix_is_read_to_a_path_s_length_at_most() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = |name: &str, body: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            path
+        };
+        let venv = fake("venv", "printf /opt/venv");
+        assert_eq!(prefix_of(&venv), Some("/opt/venv".into()));
+        assert_eq!(prefix_of(&fake("endless", "yes /x")), None);
+        assert_eq!(prefix_of(&fake("relative", "printf venv")), None);
+    }
 }
