@@ -1159,6 +1159,61 @@ fn a_signal_stops_the_suite_starting_cases_and_it_reports_what_ran() {
     assert_eq!(last["failed"].as_array().unwrap().len() as u64, skipped);
 }
 
+/// The text report writes a case's line while the suite still runs, once
+/// the case's run is on disk (as nextest and pytest say each test as it
+/// ends): a CI log of a long suite stayed empty until its last case, and
+/// the line came only with the totals. The lines and their order are
+/// those of a report written at the end.
+#[test]
+fn a_case_s_line_is_written_while_the_suite_runs_once_its_run_is_on_disk() {
+    use std::io::BufRead as _;
+    let dir = temp_dir();
+    let cases = forty_cases_of_2000_calls(dir.path());
+    let store = dir.path().join("store");
+    let events = dir.path().join("events.jsonl");
+    let mut child = cli()
+        .arg("test")
+        .arg(&cases)
+        .arg("--agent")
+        .arg(caller())
+        .arg("--worlds")
+        .arg(worlds_dir())
+        .arg("--store")
+        .arg(&store)
+        .args(["--jobs", "1", "--events"])
+        .arg(&events)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().expect("a line").unwrap();
+    // Read as it came: the suite had not finished, and the run it names
+    // was in the store.
+    let finished = std::fs::read_to_string(&events).unwrap_or_default();
+    let running = child.try_wait().unwrap().is_none();
+    assert!(first.starts_with("PASS  c00  "), "{first}");
+    assert!(
+        running && !finished.contains(r#""event":"finished""#),
+        "the first line came with the suite's end: {first}"
+    );
+    let id = first.split_whitespace().last().unwrap();
+    assert!(
+        store.join("runs").join(format!("{id}.jsonl")).is_file(),
+        "{first}"
+    );
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(child.wait().unwrap().success());
+    let names: Vec<&str> = std::iter::once(&first)
+        .chain(&rest)
+        .take(40)
+        .map(|l| l.split_whitespace().nth(1).unwrap())
+        .collect();
+    let expected: Vec<String> = (0..40).map(|i| format!("c{i:02}")).collect();
+    assert_eq!(names, expected, "{rest:?}");
+    assert_eq!(rest.last().unwrap(), "40 passed, 0 failed", "{rest:?}");
+}
+
 /// The same SIGINT sent twice a moment apart (GNU `timeout -s INT` sends
 /// it to the command, then to its process group) stops the suite as one
 /// does: the second ended it at once, with no report and no JUnit file,

@@ -310,6 +310,10 @@ struct Batch {
 struct BatchState {
     /// Runs written since the last flush.
     pending: usize,
+    /// Runs handed over in all, and how many of the first of them a
+    /// flush has made durable ([`SyncBatch::durable`]).
+    handed: u64,
+    durable: u64,
     /// Their bundles whose writeback is not started yet (closed once it is).
     written: Vec<File>,
     done: bool,
@@ -334,11 +338,22 @@ impl Batch {
     /// Flush when runs are pending (outside the lock: runs keep finishing).
     fn flush_pending(&self) {
         self.start_writebacks();
-        let pending = std::mem::take(&mut self.lock().pending);
-        if pending > 0
-            && let Err(e) = sync_filesystem(&self.dir)
-        {
-            self.lock().failed.get_or_insert(e);
+        let (pending, handed) = {
+            let mut state = self.lock();
+            (std::mem::take(&mut state.pending), state.handed)
+        };
+        let flushed = match pending {
+            0 => Ok(()),
+            _ => sync_filesystem(&self.dir),
+        };
+        let mut state = self.lock();
+        match flushed {
+            // Every run handed over before the flush began is on disk.
+            Ok(()) if state.failed.is_none() => state.durable = state.durable.max(handed),
+            Ok(()) => {}
+            Err(e) => {
+                state.failed.get_or_insert(e);
+            }
         }
     }
 }
@@ -395,7 +410,21 @@ impl SyncBatch {
     pub fn ran(&self, bundle: Option<File>) {
         let mut state = self.shared.lock();
         state.pending += 1;
+        state.handed += 1;
         state.written.extend(bundle);
+    }
+
+    /// How many runs have been handed over ([`Self::ran`]) so far.
+    pub fn handed(&self) -> u64 {
+        self.shared.lock().handed
+    }
+
+    /// How many of the runs handed over are on disk: the first
+    /// `durable()` of them, in the order they were handed. Once a flush
+    /// has failed it stays where it was (the failure is
+    /// [`Self::finish`]'s error).
+    pub fn durable(&self) -> u64 {
+        self.shared.lock().durable
     }
 
     /// Flush what is left; the first flush that failed is the error.

@@ -11,19 +11,46 @@ use std::time::Duration;
 use worldline_engine::fuzz::campaign::CampaignEvent;
 use worldline_engine::suite::SuiteEvent;
 
-/// The text report of `worldline test` (`suite::write`), written when the
-/// suite finishes: the cases to `out`, notes about the machine to `err`.
+/// The text report of `worldline test`: a line per case, each written as
+/// soon as its runs are on disk and the cases before it are written
+/// ([`Streamed`](super::suite::Streamed)), the rest and the totals when
+/// the suite finishes (`suite::write`): the cases to `out`, notes about
+/// the machine to `err`.
 pub struct Human<O, E> {
     pub out: O,
     pub err: E,
+    lines: super::suite::Streamed,
+    /// The first write of a line that failed: no line is written after
+    /// it, and the report's end returns it.
+    broken: Option<io::Error>,
 }
 
 impl<O: Write, E: Write> Human<O, E> {
+    /// For a suite of the cases `(index, name)`, in its order.
+    pub fn new<'a>(out: O, err: E, cases: impl Iterator<Item = (usize, &'a str)>) -> Self {
+        Human {
+            out,
+            err,
+            lines: super::suite::Streamed::new(cases),
+            broken: None,
+        }
+    }
+
     pub fn event(&mut self, e: &SuiteEvent<'_>) -> io::Result<()> {
         match e {
-            SuiteEvent::Finished(s) => super::suite::write(&mut self.out, &mut self.err, s),
-            _ => Ok(()),
+            SuiteEvent::CaseFinished(c) => self.lines.finished(c),
+            SuiteEvent::OnDisk { cases } if self.broken.is_none() => {
+                if let Err(e) = self.lines.on_disk(cases, &mut self.out) {
+                    self.broken = Some(e);
+                }
+            }
+            SuiteEvent::Finished(s) => match self.broken.take() {
+                Some(e) => return Err(e),
+                None => return self.lines.finish(&mut self.out, &mut self.err, s),
+            },
+            _ => {}
         }
+        Ok(())
     }
 }
 
@@ -50,6 +77,8 @@ impl<W: Write> Lines<W> {
     /// of `test --json`}, `finished` {summary: the `test --json` document}.
     pub fn suite(&mut self, e: &SuiteEvent<'_>) -> io::Result<()> {
         let line = match e {
+            // Said by `case_finished` and `finished` already.
+            SuiteEvent::OnDisk { .. } => return Ok(()),
             SuiteEvent::Started {
                 cases,
                 jobs,

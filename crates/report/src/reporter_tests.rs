@@ -244,13 +244,16 @@ fn suite_events(
     events
 }
 
+/// The text reporter of `s`'s cases, writing to memory.
+fn human(s: &worldline_engine::suite::SuiteRun) -> super::events::Human<Vec<u8>, Vec<u8>> {
+    let cases = s.cases.iter().map(|c| (c.index, c.name.as_str()));
+    super::events::Human::new(Vec::new(), Vec::new(), cases)
+}
+
 #[test]
 fn the_human_reporter_writes_the_report_when_the_suite_finishes() {
     let s = suite_run();
-    let mut human = super::events::Human {
-        out: Vec::new(),
-        err: Vec::new(),
-    };
+    let mut human = human(&s);
     for e in suite_events(&s) {
         human.event(&e).unwrap();
     }
@@ -260,6 +263,76 @@ fn the_human_reporter_writes_the_report_when_the_suite_finishes() {
     super::suite::write(&mut direct.0, &mut direct.1, &s).unwrap();
     assert_eq!((out.as_bytes(), &err), (&direct.0[..], &direct.1));
     insta::assert_snapshot!(out);
+}
+
+/// A case's line is written once its runs are on disk and every case
+/// before it in the suite's order is written: the same lines, in the same
+/// order, as the report at the end, only sooner. A line was written only
+/// when the whole suite ended (a CI log of a suite of live-model cases
+/// stayed empty for its minutes).
+#[test]
+fn the_human_reporter_writes_a_case_s_line_once_its_runs_and_those_before_are_on_disk() {
+    use worldline_engine::suite::SuiteEvent;
+    use worldline_engine::suite::{Attempt, CaseRun};
+    let mut s = suite_run();
+    // Three cases that ran, then the one `--fail-fast` skipped.
+    let ran = |index: usize, name: &str| CaseRun {
+        index,
+        name: name.into(),
+        path: format!("cases/{name}.toml").into(),
+        world: "incident@v4".into(),
+        attempts: vec![Attempt {
+            outcome: Err("the agent could not start: no such file".into()),
+            elapsed: std::time::Duration::from_millis(12),
+            model: Default::default(),
+            tokens_missing: None,
+        }],
+        cut: None,
+    };
+    let skipped = s.cases.pop().unwrap();
+    s.cases = vec![
+        ran(0, "incident/stale-deploys"),
+        ran(1, "b"),
+        ran(2, "c"),
+        CaseRun {
+            index: 3,
+            ..skipped
+        },
+    ];
+    let mut human = human(&s);
+    let written = |human: &mut super::events::Human<Vec<u8>, Vec<u8>>, e: SuiteEvent| {
+        human.event(&e).unwrap();
+        String::from_utf8(human.out.clone()).unwrap()
+    };
+    // The third case on disk first: nothing, as the first is not.
+    written(&mut human, SuiteEvent::CaseFinished(&s.cases[2]));
+    assert_eq!(written(&mut human, SuiteEvent::OnDisk { cases: &[2] }), "");
+    // The first finished but not on disk: nothing.
+    assert_eq!(
+        written(&mut human, SuiteEvent::CaseFinished(&s.cases[0])),
+        ""
+    );
+    let first = written(&mut human, SuiteEvent::OnDisk { cases: &[0] });
+    assert_eq!(first.lines().count(), 1, "{first}");
+    assert!(first.starts_with("FAIL  incident/stale-deploys"), "{first}");
+    // The second on disk: it and the third, held for it.
+    written(&mut human, SuiteEvent::CaseFinished(&s.cases[1]));
+    let three = written(&mut human, SuiteEvent::OnDisk { cases: &[1] });
+    let names: Vec<&str> = three
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(names, ["incident/stale-deploys", "b", "c"], "{three}");
+    // The skipped case's line waits for the end, with the totals.
+    written(&mut human, SuiteEvent::CaseFinished(&s.cases[3]));
+    assert_eq!(
+        written(&mut human, SuiteEvent::OnDisk { cases: &[3] }),
+        three
+    );
+    let all = written(&mut human, SuiteEvent::Finished(&s));
+    let mut direct = (Vec::new(), Vec::new());
+    super::suite::write(&mut direct.0, &mut direct.1, &s).unwrap();
+    assert_eq!((all.as_bytes(), &human.err), (&direct.0[..], &direct.1));
 }
 
 #[test]

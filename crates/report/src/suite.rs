@@ -2,6 +2,10 @@
 //! case with its run id, then `N passed, N failed`); with `--repeat k`,
 //! pass@k and pass^k per case and for the suite.
 
+mod streamed;
+
+pub use streamed::Streamed;
+
 use super::check::Problem;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
@@ -667,13 +671,24 @@ fn case_line(l: &Line) -> String {
 
 /// A line per case, then the totals.
 pub fn write(out: &mut impl Write, err: &mut impl Write, s: &SuiteRun) -> io::Result<()> {
+    write_from(out, err, s, 0)
+}
+
+/// The lines of the cases from the `from`th on (those before it were
+/// written as the suite ran, [`Streamed`]), then the totals.
+fn write_from(
+    out: &mut impl Write,
+    err: &mut impl Write,
+    s: &SuiteRun,
+    from: usize,
+) -> io::Result<()> {
     let width = (s.cases.iter())
         .map(|c| shown::text(&c.name).chars().count())
         .max()
         .unwrap_or(0);
     // What stopped the suite starting cases, which its skipped cases say.
     let stopper = (s.interrupted).or(s.stopped.as_ref().map(|_| "the store's error"));
-    for c in &s.cases {
+    for c in s.cases.iter().skip(from) {
         writeln!(out, "{}", line(c, width, stopper))?;
     }
     write_totals(out, err, &SuiteSummary::of(s))?;

@@ -23,6 +23,7 @@ use std::time::Duration;
 use worldline_case::ahead;
 use worldline_case::case::{self, discover};
 use worldline_case::error::InputError;
+use worldline_case::shown::Escaped;
 use worldline_engine::native::Interrupt;
 use worldline_engine::ops;
 use worldline_engine::suite::pick::{self, Picked, Selected, Selection};
@@ -302,7 +303,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     // and the process waited out their compile, minutes for a Python
     // service, to report no case run).
     let interrupt = Interrupt::start();
-    let done = run(&args, &store, &choice, (&entries, &broken), &loaded, bar)?;
+    let (done, human) = run(&args, &store, &choice, (&entries, &broken), &loaded, bar)?;
     drop(loaded);
     let shard = sharded.map(|(p, all)| Shard {
         agent: one_agent(&done),
@@ -312,7 +313,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
             all.iter().map(|(index, name)| (*index, name.as_str())),
         )
     });
-    let code = render(&args, &store, &done, shard, supplied);
+    let code = render(&args, &store, (&done, human), shard, supplied);
     interrupt.end();
     // The cases and their results, values only, are left to the process's
     // end (decisions 0395, 0398), as a fork's are.
@@ -495,7 +496,7 @@ fn run(
     (entries, broken): (&[Entry], &[InputError]),
     loaded: &preload::Loaded,
     bar: ProgressBar,
-) -> Result<SuiteRun> {
+) -> Result<(SuiteRun, Option<HumanReport>)> {
     let per_case = PerCase {
         choice,
         component: loaded.agent.as_deref(),
@@ -515,16 +516,33 @@ fn run(
     };
     bar.set_message("0 failed");
     let lines = super::compile_progress::event_lines(args.events.as_deref())?;
-    let shown = Mutex::new((Progress::default(), lines));
+    // The text report's case lines are written as the cases' runs reach
+    // the disk; `--json` writes its document at the end.
+    let human = (!args.common.json).then(|| {
+        let cases = entries.iter().map(|e| (e.index, e.name.as_str()));
+        let err = Escaped::new(std::io::stderr());
+        Human::new(human_out(), err, cases)
+    });
+    let shown = Mutex::new((Progress::default(), lines, human));
     let tested = ops::test::test(&suite, args.events.as_deref(), &|e| {
         let mut shown = shown.lock().expect("reporters lock");
-        let (progress, lines) = &mut *shown;
+        let (progress, lines, human) = &mut *shown;
         if let SuiteEvent::Interrupted { signal } = e {
             bar.suspend(|| eprintln!("{}", super::stopping::notice(signal, "cases")));
         }
         if let Some(message) = progress.suite(e) {
             bar.inc(1);
             bar.set_message(message);
+        }
+        // Its write errors are the report's, said at its end (`render`).
+        match (human, e) {
+            (Some(human), SuiteEvent::OnDisk { .. }) => {
+                let _ = bar.suspend(|| human.event(e));
+            }
+            (Some(human), SuiteEvent::CaseFinished(_)) => {
+                let _ = human.event(e);
+            }
+            _ => {}
         }
         match lines {
             Some(lines) => lines.suite(e),
@@ -536,7 +554,16 @@ fn run(
     for (path, warning) in &tested.token_warnings {
         eprintln!("warning: {}: {warning}", path.display());
     }
-    Ok(tested.run)
+    let human = shown.into_inner().expect("reporters lock").2;
+    Ok((tested.run, human))
+}
+
+/// The text report as `test` writes it: stdout's characters escaped, a
+/// write at a time (the lines are written from the suite's threads).
+type HumanReport = Human<Escaped<std::io::Stdout>, Escaped<std::io::Stderr>>;
+
+fn human_out() -> Escaped<std::io::Stdout> {
+    Escaped::new(std::io::stdout())
 }
 
 /// The one component the cases that run one share (each case's agent is
@@ -560,7 +587,7 @@ fn component(choice: &Choice, entries: &[Entry]) -> Result<Option<PathBuf>> {
 fn render(
     args: &TestArgs,
     store: &StoreDir,
-    done: &SuiteRun,
+    (done, human): (&SuiteRun, Option<HumanReport>),
     shard: Option<Shard>,
     supplied: Supplied,
 ) -> Result<ExitCode> {
@@ -587,12 +614,8 @@ fn render(
             super::store_failed::add_to_json(&mut doc, err, &done.set_aside);
         }
         super::print_json_supplied(&doc, supplied)?;
-    } else {
-        Human {
-            out: super::human_out(),
-            err: worldline_case::shown::Escaped::new(std::io::stderr()),
-        }
-        .event(&finished)?;
+    } else if let Some(mut human) = human {
+        human.event(&finished)?;
     }
     if let Some(err) = &done.stopped {
         let again = "run the cases of the others again";

@@ -308,7 +308,7 @@ impl SuiteRun {
 /// What happens while a suite runs, in order on each worker thread (the
 /// cases of different threads interleave): `Started` first, `Finished`
 /// last, and between them each case's `CaseStarted` before its
-/// `CaseFinished`.
+/// `CaseFinished`, and a case's `OnDisk` after its `CaseFinished`.
 pub enum SuiteEvent<'a> {
     /// The suite is about to start its first case.
     Started {
@@ -325,6 +325,11 @@ pub enum SuiteEvent<'a> {
     /// A case's runs are done (or it was skipped by `--fail-fast` or a
     /// signal).
     CaseFinished(&'a CaseRun),
+    /// The runs of these finished cases (their `index`) are on disk: a
+    /// flush of the suite's batch took them while others still ran
+    /// (decision 0263). A reporter may say them done from now on; those
+    /// no flush took before the last are on disk at `Finished`.
+    OnDisk { cases: &'a [usize] },
     /// Every case is done and the runs are on disk.
     Finished(&'a SuiteRun),
 }
@@ -478,11 +483,25 @@ impl Suite<'_> {
             }
             Some(signal)
         };
+        // The finished cases no flush has taken yet, each with how many
+        // runs had been handed to the batch when it finished.
+        let unflushed: std::sync::Mutex<Vec<(usize, u64)>> = std::sync::Mutex::new(Vec::new());
         let cases = std::thread::scope(|s| {
-            // Told as the signal comes, not when a case under way ends.
+            // Told as the signal comes, not when a case under way ends;
+            // and the cases a flush took, as it takes them.
             let watch = s.spawn(|| {
                 while !told.load(Ordering::SeqCst) && interrupted().is_none() {
                     std::thread::park_timeout(Duration::from_millis(50));
+                    let durable = batch.durable();
+                    let on_disk: Vec<usize> = {
+                        let mut waiting = unflushed.lock().unwrap_or_else(|e| e.into_inner());
+                        let (on_disk, left) = waiting.drain(..).partition(|w| w.1 <= durable);
+                        *waiting = left;
+                        on_disk.into_iter().map(|w: (usize, u64)| w.0).collect()
+                    };
+                    if !on_disk.is_empty() {
+                        sink(SuiteEvent::OnDisk { cases: &on_disk });
+                    }
                 }
             });
             let cases = par_map(self.cases.len(), self.jobs, |i| {
@@ -532,6 +551,8 @@ impl Suite<'_> {
                     stop.store(true, Ordering::Relaxed);
                 }
                 sink(SuiteEvent::CaseFinished(&run));
+                (unflushed.lock().unwrap_or_else(|e| e.into_inner()))
+                    .push((e.index, batch.handed()));
                 Ok::<_, anyhow::Error>(run)
             });
             // The watch ends (the suite's report tells a later signal).
