@@ -456,6 +456,69 @@ fn requests_that_never_finish_their_bodies_do_not_block_the_mcp_server() {
     server.wait_with_output().unwrap();
 }
 
+/// Connections a client left open after their answers (an SDK client
+/// made per call and never closed) do not hold up the next: with every
+/// one of the 64 slots held by an idle keep-alive connection, a new
+/// connection is served at once, the one idle the longest closed for it.
+/// It waited 10 s, until the oldest timed out.
+#[test]
+fn idle_keep_alive_connections_give_their_slots_to_a_new_one() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case_with(dir.path(), "served", "");
+    let (server, url) = mcp_http_server(&store, &case);
+    let addr = authority(&url).to_string();
+    // 64 connections, each answered once (a call outside a session, 400)
+    // and left open.
+    let mut leaked: Vec<TcpStream> = Vec::new();
+    for _ in 0..64 {
+        let mut conn = TcpStream::connect(&addr).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        write!(
+            conn,
+            "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{LIST_ALERTS}",
+            LIST_ALERTS.len()
+        )
+        .unwrap();
+        let answer = common::native::read_answer(&mut conn).expect("an answer");
+        assert_eq!(answer.status, 400, "{answer:?}");
+        assert!(
+            !answer
+                .headers
+                .iter()
+                .any(|(k, v)| k == "connection" && v == "close"),
+            "{answer:?}"
+        );
+        leaked.push(conn);
+    }
+    let started = Instant::now();
+    let r = mcp_post(&url, "application/json", "", INITIALIZE);
+    let waited = started.elapsed();
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        waited < Duration::from_secs(3),
+        "waited {waited:?} for a slot"
+    );
+    // The first connection, idle the longest, was the one closed.
+    let mut rest = Vec::new();
+    leaked[0]
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    assert!(
+        matches!(leaked[0].read_to_end(&mut rest), Ok(0)),
+        "{rest:?}"
+    );
+    let session = r.header("mcp-session-id").unwrap();
+    let end = format!("DELETE /mcp HTTP/1.1\r\nhost: {addr}\r\nmcp-session-id: {session}");
+    assert_eq!(
+        exchange(&addr, &end, "", Duration::from_secs(10)).status,
+        200
+    );
+    drop(leaked);
+    server.wait_with_output().unwrap();
+}
+
 /// A body declared larger than the server reads (16 MiB) is refused at
 /// once from its `Content-Length`: it waited the 10 s given for a body,
 /// then answered 408.

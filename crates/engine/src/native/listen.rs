@@ -3,10 +3,14 @@
 //! at most [`MAX_CONNECTIONS`] connections at once (more wait in the
 //! kernel's queue), HTTP/1 only, and a connection that has not sent a
 //! request's headers [`HEADERS_WITHIN`] after it began waiting for them
-//! (an idle keep-alive connection included) is closed. A request received
-//! whole is answered (so mediated and recorded) even when the client has
-//! shut its side since. What a request may do once its headers are in is
-//! the request guard's ([`super::guard`]).
+//! (an idle keep-alive connection included) is closed. When every slot
+//! is taken and another connection comes, the connection idle the longest
+//! is closed for it ([`idle`]). A request received whole is answered (so
+//! mediated and recorded) even when the client has shut its side since.
+//! What a request may do once its headers are in is the request guard's
+//! ([`super::guard`]).
+
+mod idle;
 
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -30,17 +34,33 @@ const FINISH_WITHIN: Duration = Duration::from_secs(2);
 /// requests in flight finish (for at most [`FINISH_WITHIN`]).
 pub async fn serve(listener: TcpListener, app: axum::Router, shutdown: impl Future<Output = ()>) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS as usize));
+    let open = Arc::new(idle::Open::default());
     let (stop, stopping) = watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        let slot = tokio::select! {
-            slot = slots.clone().acquire_owned() => slot,
-            () = &mut shutdown => break,
+        let (slot, accepted) = match slots.clone().try_acquire_owned() {
+            Ok(slot) => (Ok(slot), None),
+            // Every slot taken: a connection that comes now gets the slot
+            // of the one idle the longest, or waits for one to end.
+            Err(_) => tokio::select! {
+                slot = slots.clone().acquire_owned() => (slot, None),
+                accepted = listener.accept() => {
+                    open.close_idlest();
+                    tokio::select! {
+                        slot = slots.clone().acquire_owned() => (slot, Some(accepted)),
+                        () = &mut shutdown => break,
+                    }
+                }
+                () = &mut shutdown => break,
+            },
         };
         let Ok(slot) = slot else { break };
-        let stream = tokio::select! {
-            accepted = listener.accept() => accepted,
-            () = &mut shutdown => break,
+        let stream = match accepted {
+            Some(accepted) => accepted,
+            None => tokio::select! {
+                accepted = listener.accept() => accepted,
+                () = &mut shutdown => break,
+            },
         };
         let Ok((stream, _)) = stream else {
             // Out of descriptors, or a connection reset before it was
@@ -48,10 +68,16 @@ pub async fn serve(listener: TcpListener, app: axum::Router, shutdown: impl Futu
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
-        let service = TowerToHyperService::new(app.clone());
+        let (id, conn_state) = open.add();
+        let service = idle::Counted {
+            inner: TowerToHyperService::new(app.clone()),
+            conn: conn_state.clone(),
+        };
         let mut stopping = stopping.clone();
+        let open = open.clone();
         tokio::spawn(async move {
             let _slot = slot;
+            let _open = Forget(&open, id);
             let mut builder = hyper::server::conn::http1::Builder::new();
             // A request received whole is answered, and so mediated and
             // recorded, whatever the client does next: closing its side
@@ -71,6 +97,7 @@ pub async fn serve(listener: TcpListener, app: axum::Router, shutdown: impl Futu
             tokio::select! {
                 _ = conn.as_mut() => return,
                 _ = stopping.wait_for(|s| *s) => {}
+                () = conn_state.told_to_close() => {}
             }
             conn.as_mut().graceful_shutdown();
             let _ = tokio::time::timeout(FINISH_WITHIN, conn).await;
@@ -83,4 +110,13 @@ pub async fn serve(listener: TcpListener, app: axum::Router, shutdown: impl Futu
         slots.acquire_many(MAX_CONNECTIONS),
     )
     .await;
+}
+
+/// Takes a connection out of the open ones when its task ends.
+struct Forget<'a>(&'a idle::Open, u64);
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.0.forget(self.1);
+    }
 }
