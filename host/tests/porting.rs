@@ -594,6 +594,58 @@ fn trajectories_export_as_json_lines_and_repeats_report_pass_at_k_and_pass_hat_k
     );
 }
 
+/// Two judged checks of one rubric and evidence send the same request and
+/// each get their own answer; re-grading and replaying give each its own
+/// recorded answer again. Both were given the first's: `grade` of an
+/// untouched run flipped its verdict, and its replay diverged.
+#[test]
+fn two_judges_asking_the_same_keep_their_own_recorded_answers() {
+    let root = temp_dir();
+    let worlds = airline(root.path(), "");
+    let calls = json!([{"tool": "set_bags", "args": {"id": "U-1", "bags": 2}}]);
+    let judges = "[expect.judge_model]\nprovider = \"scripted\"\n\
+        responses = ['{\"verdict\": \"pass\", \"reason\": \"first\"}', '{\"verdict\": \"fail\", \"reason\": \"second\"}']\n\
+        [[expect.judge]]\nname = \"politeness\"\nrubric = \"The agent set the bags.\"\n\
+        [[expect.judge]]\nname = \"accuracy\"\nrubric = \"The agent set the bags.\"\n";
+    let case = airline_case(root.path(), calls, judges);
+    let out = run(root.path(), &case, &worlds);
+    out.expect_code(1);
+    let verdicts = |a: Vec<Value>| -> Vec<(String, bool)> {
+        a.into_iter()
+            .filter(|a| a["what"].as_str().unwrap().starts_with("judge: "))
+            .map(|a| (a["what"].as_str().unwrap().to_string(), a["passed"] == true))
+            .collect()
+    };
+    let recorded = verdicts(assertions(&out));
+    assert_eq!(
+        recorded,
+        [
+            ("judge: politeness".to_string(), true),
+            ("judge: accuracy".to_string(), false)
+        ]
+    );
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    common::replays_identical(root.path(), &id);
+    let graded = worldline(
+        root.path(),
+        [
+            OsStr::new("grade"),
+            OsStr::new(&id),
+            OsStr::new("--case"),
+            case.as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+            OsStr::new("--json"),
+        ],
+    );
+    graded.expect_code(1);
+    let again: Vec<Value> = graded.json()["grade"]["assertions"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(verdicts(again), recorded, "{graded}");
+}
+
 #[test]
 fn a_scripted_judge_grades_and_its_recorded_answer_regrades_without_the_model() {
     let root = temp_dir();

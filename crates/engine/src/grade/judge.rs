@@ -127,14 +127,23 @@ fn verdict(response: &Value) -> Result<(bool, String), String> {
     }
 }
 
-/// The recorded judge answer of `grade` for this request, if any.
-fn recorded_answer<'a>(grade: &'a Value, request: &Value) -> Option<&'a Value> {
-    grade["assertions"]
+/// The recorded judge answer of `grade` for this request, if any: of the
+/// recorded judges that asked the same, the first not `taken` yet (which
+/// it then is). Two checks of one rubric and evidence send the same
+/// request, and each had its own answer: both were given the first's.
+fn recorded_answer<'a>(
+    grade: &'a Value,
+    request: &Value,
+    taken: &mut Vec<usize>,
+) -> Option<&'a Value> {
+    let (at, judge) = grade["assertions"]
         .as_array()?
         .iter()
         .filter_map(|a| a.get("judge"))
-        .find(|j| j["request"] == *request)
-        .map(|j| &j["response"])
+        .enumerate()
+        .find(|(at, j)| j["request"] == *request && !taken.contains(at))?;
+    taken.push(at);
+    Some(&judge["response"])
 }
 
 /// The assertions of every judged check.
@@ -155,6 +164,8 @@ pub(crate) fn checks(expect: &Expect, ev: &Evidence, judging: &Judging) -> Vec<A
         )),
         Judging::Recorded(_) => None,
     };
+    // The recorded answers given so far, by their place among the judges.
+    let mut taken = Vec::new();
     expect
         .judge
         .iter()
@@ -170,7 +181,7 @@ pub(crate) fn checks(expect: &Expect, ev: &Evidence, judging: &Judging) -> Vec<A
                     // The recorded request was made with the recorded seed.
                     let seed = recorded_seed(grade).unwrap_or(seed);
                     let request = request(j, ev, seed);
-                    match recorded_answer(grade, &request) {
+                    match recorded_answer(grade, &request, &mut taken) {
                         Some(r) => (request, r.clone()),
                         None => {
                             return check(
