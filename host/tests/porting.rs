@@ -646,6 +646,62 @@ fn two_judges_asking_the_same_keep_their_own_recorded_answers() {
     assert_eq!(verdicts(again), recorded, "{graded}");
 }
 
+/// A `grade --rejudge` the judge does not answer (its endpoint down) is
+/// not kept: the run's grade stays the judge's last verdict, and the
+/// command says why. It was kept as the newest grade, so every later
+/// `grade` said the outage was the run's verdict.
+#[test]
+fn a_rejudge_the_judge_did_not_answer_is_not_kept() {
+    let root = temp_dir();
+    let worlds = airline(root.path(), "");
+    let calls = json!([{"tool": "set_bags", "args": {"id": "U-1", "bags": 2}}]);
+    let scripted =
+        "provider = \"scripted\"\nresponses = ['{\"verdict\": \"pass\", \"reason\": \"set\"}']\n";
+    let judged = |model: &str| {
+        format!(
+            "[expect.judge_model]\n{model}[[expect.judge]]\nname = \"bags\"\nrubric = \"The agent set the bags.\"\n"
+        )
+    };
+    let case = airline_case(root.path(), calls, &judged(scripted));
+    let out = run(root.path(), &case, &worlds);
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    // Nothing listens on the judge's port now.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let down = format!(
+        "provider = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"j\"\nretries = 0\ntimeout_ms = 2000\n"
+    );
+    let text = std::fs::read_to_string(&case).unwrap();
+    std::fs::write(&case, text.replace(&judged(scripted), &judged(&down))).unwrap();
+    let grade = |extra: &[&str]| {
+        let mut args = vec![
+            OsStr::new("grade"),
+            OsStr::new(&id),
+            OsStr::new("--case"),
+            case.as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+        ];
+        args.extend(extra.iter().map(OsStr::new));
+        worldline(root.path(), args)
+    };
+    let rejudged = grade(&["--rejudge"]);
+    rejudged.expect_code(1);
+    assert!(
+        rejudged
+            .stdout
+            .contains("the new grade is not kept: the judge gave `judge: bags` no verdict"),
+        "{rejudged}"
+    );
+    assert!(!root.path().join("grades").join(&id).exists(), "{rejudged}");
+    // The judge's verdict stands.
+    grade(&[]).expect_code(0);
+}
+
 #[test]
 fn a_scripted_judge_grades_and_its_recorded_answer_regrades_without_the_model() {
     let root = temp_dir();

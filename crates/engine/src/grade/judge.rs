@@ -210,6 +210,16 @@ pub(crate) fn checks(expect: &Expect, ev: &Evidence, judging: &Judging) -> Vec<A
         .collect()
 }
 
+/// The judged checks of `grade` the judge gave no verdict (its provider
+/// failed or timed out, or its answer was no verdict): each check's name
+/// and why.
+pub(crate) fn unanswered(grade: &super::Grade) -> Vec<(&str, &str)> {
+    (grade.assertions.iter())
+        .filter(|a| a.judge.is_some())
+        .filter_map(|a| Some((a.what.as_str(), a.actual.as_str()?)))
+        .collect()
+}
+
 /// The seed a recorded grade's judge requests carried.
 fn recorded_seed(grade: &Value) -> Option<u64> {
     grade["assertions"]
