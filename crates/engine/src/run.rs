@@ -654,6 +654,7 @@ fn grade_run(
         None => Judging::Live {
             case_dir: case.path.parent().unwrap_or(std::path::Path::new(".")),
             seed: case.seed,
+            budget: std::time::Duration::from_millis(case.limits.timeout_ms),
         },
     };
     let expect = case.expect.as_ref()?;

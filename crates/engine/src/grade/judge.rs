@@ -22,8 +22,15 @@ evidence, then answer with one JSON object and nothing else: \
 
 /// Where a judge's answer comes from.
 pub enum Judging<'a> {
-    /// Ask the provider (a run, or `grade --rejudge`).
-    Live { case_dir: &'a Path, seed: u64 },
+    /// Ask the provider (a run, or `grade --rejudge`): each check's call
+    /// within `budget` in real time, all its attempts together (the
+    /// case's `limits.timeout_ms`, as an agent's model call), each
+    /// attempt within the judge's own `timeout_ms`.
+    Live {
+        case_dir: &'a Path,
+        seed: u64,
+        budget: std::time::Duration,
+    },
     /// Reuse the answers recorded in this grade (`grade`, a replay).
     Recorded(&'a Value),
 }
@@ -156,12 +163,9 @@ pub(crate) fn checks(expect: &Expect, ev: &Evidence, judging: &Judging) -> Vec<A
         Judging::Recorded(_) => expect.judge_seed.unwrap_or(0),
     };
     let mut live = match judging {
-        Judging::Live { case_dir, .. } => Some(ModelService::new(
-            config,
-            seed,
-            std::time::Duration::from_millis(config.timeout_ms),
-            case_dir,
-        )),
+        Judging::Live {
+            case_dir, budget, ..
+        } => Some(ModelService::new(config, seed, *budget, case_dir)),
         Judging::Recorded(_) => None,
     };
     // The recorded answers given so far, by their place among the judges.

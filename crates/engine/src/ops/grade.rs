@@ -151,6 +151,7 @@ pub fn grade(
         Judging::Live {
             case_dir: case_path.parent().unwrap_or(Path::new(".")),
             seed: b.header.seed,
+            budget: std::time::Duration::from_millis(case.limits.timeout_ms),
         }
     } else {
         Judging::Recorded(&recorded)
