@@ -765,6 +765,66 @@ fn a_judge_attempt_that_times_out_is_tried_again() {
     assert_eq!(bags["actual"]["reason"], "set", "{out}");
 }
 
+/// A judge whose `api_key_env` is not set is refused before the run, as
+/// an agent's `[model]` is, naming `[expect.judge_model]`; and before a
+/// `grade --rejudge`. The run went on, was recorded, and failed its
+/// judged checks for the key, said as the `[model]`'s.
+#[test]
+fn a_judge_s_unset_key_is_refused_before_the_run_and_the_rejudge() {
+    let root = temp_dir();
+    let worlds = airline(root.path(), "");
+    let calls = json!([{"tool": "set_bags", "args": {"id": "U-1", "bags": 2}}]);
+    let judged = |model: &str| {
+        format!(
+            "[expect.judge_model]\n{model}[[expect.judge]]\nname = \"bags\"\nrubric = \"The agent set the bags.\"\n"
+        )
+    };
+    let keyed = "provider = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"j\"\napi_key_env = \"WORLDLINE_TEST_JUDGE_KEY_UNSET\"\n";
+    let case = airline_case(root.path(), calls, &judged(keyed));
+    let refused = run(root.path(), &case, &worlds);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains(
+            "[expect.judge_model] api_key_env names `WORLDLINE_TEST_JUDGE_KEY_UNSET`, which is not set"
+        ),
+        "{refused}"
+    );
+    assert!(
+        !root.path().join("runs").exists()
+            || std::fs::read_dir(root.path().join("runs"))
+                .unwrap()
+                .next()
+                .is_none(),
+        "{refused}"
+    );
+    // A run judged by a scripted judge, then re-judged by the keyed one.
+    let scripted =
+        "provider = \"scripted\"\nresponses = ['{\"verdict\": \"pass\", \"reason\": \"set\"}']\n";
+    let text = std::fs::read_to_string(&case).unwrap();
+    std::fs::write(&case, text.replace(&judged(keyed), &judged(scripted))).unwrap();
+    let out = run(root.path(), &case, &worlds);
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    std::fs::write(&case, text).unwrap();
+    let rejudge = worldline(
+        root.path(),
+        [
+            OsStr::new("grade"),
+            OsStr::new(&id),
+            OsStr::new("--case"),
+            case.as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+            OsStr::new("--rejudge"),
+        ],
+    );
+    rejudge.expect_code(2);
+    assert!(
+        rejudge.stderr.contains("before `grade --rejudge`"),
+        "{rejudge}"
+    );
+}
+
 #[test]
 fn a_scripted_judge_grades_and_its_recorded_answer_regrades_without_the_model() {
     let root = temp_dir();

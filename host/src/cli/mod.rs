@@ -182,6 +182,12 @@ impl ModelArgs {
         if let Some(var) = user_model.and_then(|m| m.missing_key()) {
             return Err(unset("user.model", var).into());
         }
+        // The judge's too: it is asked once the run has ended, which then
+        // failed its checks for the missing key.
+        let judge = case.expect.as_ref().and_then(|e| e.judge_model.as_ref());
+        if let Some(var) = judge.and_then(|m| m.missing_key()) {
+            return Err(unset("expect.judge_model", var).into());
+        }
         let case_dir = case.path.parent().unwrap_or(std::path::Path::new("."));
         for (table, model) in [("model", Some(&case.model)), ("user.model", user_model)] {
             let Some(model) = model else { continue };

@@ -147,6 +147,16 @@ pub fn grade(
             .flatten()
             .collect::<Vec<_>>(),
     });
+    let judge = expect.judge_model.as_ref();
+    if let Some(var) = judge.filter(|_| args.rejudge).and_then(|m| m.missing_key()) {
+        return Err(InputError::new(
+            &case_path,
+            format!(
+                "[expect.judge_model] api_key_env names `{var}`, which is not set; export {var}=... before `grade --rejudge` (the key is never recorded)"
+            ),
+        )
+        .into());
+    }
     let judging = if args.rejudge {
         Judging::Live {
             case_dir: case_path.parent().unwrap_or(Path::new(".")),
