@@ -503,18 +503,29 @@ fn each_expect_table_s_problem_is_at_its_own_table() {
     );
     assert_eq!(
         at(
-            "[expect.judge_model]\nprovider = \"scripted\"\nresponses = []\n\n\
+            "[expect.judge_model]\nprovider = \"scripted\"\nresponses = [\"a\"]\n\n\
             [[expect.judge]]\nrubric = \"a\"\n\n[[expect.judge]]\nrubric = \"b\"\nsees = [\"nope\"]\n"
         ),
         "/cases/c.toml:18:1: [[expect.judge]] #2: sees `nope`: use conversation, output, calls, state:TABLE or state:TABLE/KEY (a table of demo@v1)"
     );
     assert!(
-        at("[expect.judge_model]\nprovider = \"scripted\"\nresponses = []\n\n[[expect.judge]]\nrubric = \"a\"\nsees = []\n")
+        at("[expect.judge_model]\nprovider = \"scripted\"\nresponses = [\"a\"]\n\n[[expect.judge]]\nrubric = \"a\"\nsees = []\n")
             .starts_with("/cases/c.toml:15:1: [[expect.judge]] #1: sees = [] shows the judge nothing")
     );
     assert_eq!(
         at("[expect.judge_model]\nprovider = \"scripted\"\n"),
         "/cases/c.toml:11:1: [expect.judge_model] without [[expect.judge]] checks"
+    );
+    // A judge that could never answer: a scripted one with nothing to say
+    // (every judged check failed, "the scripted model has no reply"), an
+    // endpoint asked for no model (its requests asked for `judge`).
+    assert!(
+        at("[expect.judge_model]\nprovider = \"scripted\"\n\n[[expect.judge]]\nrubric = \"a\"\n")
+            .starts_with("/cases/c.toml:11:1: [expect.judge_model]: a scripted judge needs `responses` or `rules`"),
+    );
+    assert!(
+        at("[expect.judge_model]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\n[[expect.judge]]\nrubric = \"a\"\n")
+            .starts_with("/cases/c.toml:11:1: [expect.judge_model]: provider \"openai\" needs `model`"),
     );
     assert!(
         at("[[expect.any_of]]\n[[expect.any_of.state]]\ntable = \"tickets\"\nmin = 1\n")

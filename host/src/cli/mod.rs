@@ -189,7 +189,11 @@ impl ModelArgs {
             return Err(unset("expect.judge_model", var).into());
         }
         let case_dir = case.path.parent().unwrap_or(std::path::Path::new("."));
-        for (table, model) in [("model", Some(&case.model)), ("user.model", user_model)] {
+        for (table, model) in [
+            ("model", Some(&case.model)),
+            ("user.model", user_model),
+            ("expect.judge_model", judge),
+        ] {
             let Some(model) = model else { continue };
             let (file, line) = given_in(&case.path, table, "recording");
             let (relative_to, shown, line) = match line {

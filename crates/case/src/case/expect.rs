@@ -565,6 +565,22 @@ impl Expect {
     }
 }
 
+/// Why a judge `model` could never give a verdict, if so: a scripted
+/// judge with nothing to say, or an endpoint asked for no model of its
+/// own (the judge's requests ask for `judge`, which no provider serves).
+fn never_answers(model: &super::model::ModelConfig) -> Option<&'static str> {
+    use super::model::Provider;
+    match model.provider {
+        Provider::Scripted if model.responses.is_empty() && model.rules.is_empty() => Some(
+            "a scripted judge needs `responses` or `rules`: with neither it never answers, and every judged check fails",
+        ),
+        Provider::Openai if model.model.is_none() => Some(
+            "provider \"openai\" needs `model`, the name the judge's requests ask the endpoint for (without it they ask for `judge`)",
+        ),
+        _ => None,
+    }
+}
+
 impl Expect {
     /// Judged checks have a rubric, a judge model, and show what exists.
     fn check_judges(&self, world: &World) -> Result<(), (Table, String)> {
@@ -583,6 +599,11 @@ impl Expect {
         model
             .check()
             .map_err(|e| (Table::JudgeModel, format!("[expect.judge_model]: {e}")))?;
+        // A judge that can never answer (decision 0412's rules: a recorded
+        // case with one still loads, as it ran).
+        if let Some(why) = never_answers(model).filter(|_| crate::new_rules::apply()) {
+            return Err((Table::JudgeModel, format!("[expect.judge_model]: {why}")));
+        }
         for (i, j) in self.judge.iter().enumerate() {
             let at = |m: String| (Table::Judge(i), format!("[[expect.judge]] #{}: {m}", i + 1));
             if j.rubric.trim().is_empty() {
