@@ -27,8 +27,9 @@
 //! stalled request would cost the vendor's whole timeout per retry (a fuzz
 //! campaign would take hours), while the OpenAI and Anthropic SDKs still run
 //! their retry logic as against the vendor. Dropping the connection would be
-//! reported as a network failure, not a timeout. The call event keeps the
-//! virtual duration, as inside the sandbox.
+//! reported as a network failure, not a timeout. The run's clock does not
+//! wait for it either (the vendor's wait is the client's own timeout,
+//! which a native process does not say): the fault is recorded at once.
 
 use super::guard::{self, AT_ONCE, Gate, MAX_BODY, error};
 use super::session::{Handle, Job, Reply};
