@@ -310,6 +310,60 @@ fn the_openai_agents_sdk_hands_off_to_its_responder_and_replays() {
     replays_identical(store, out.json()["run_id"].as_str().unwrap());
 }
 
+/// A campaign's group of the agent's own faults says the agent's error:
+/// the SDK gave up on the model's 429s after its retries, and the group
+/// was a bare `trapped`, with neither a reason nor a fault (the 429s are
+/// the case's own alternatives).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_campaign_s_group_of_agent_faults_says_the_agent_s_error() {
+    let dir = temp_dir();
+    let retries =
+        std::fs::read_to_string(workspace_root().join("cases/sdk/fuzz-retries.toml")).unwrap();
+    // The model's first answer a 429 one time in two: three in a row, one
+    // run in eight, exhaust the SDK's two retries.
+    let case = dir.path().join("fuzz-retries.toml");
+    std::fs::write(&case, retries.replacen("weight = 3", "weight = 1", 1)).unwrap();
+    let (worlds, agent) = (workspace_root().join("worlds"), openai_agent());
+    let fuzz = |json: bool| {
+        let mut args: Vec<&dyn AsRef<OsStr>> = vec![
+            &"fuzz",
+            &case,
+            &"--worlds",
+            &worlds,
+            &"--agent",
+            &agent,
+            &"--runs",
+            &"40",
+            &"--seed",
+            &"11",
+        ];
+        if json {
+            args.push(&"--json");
+        }
+        wl(dir.path(), &args)
+    };
+    let out = fuzz(true);
+    let doc = out.json();
+    let trapped = (doc["groups"].as_array().unwrap().iter())
+        .find(|g| g["signature"] == "trapped")
+        .unwrap_or_else(|| panic!("no trapped group: {out}"));
+    let error = trapped["agent_error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("openai.RateLimitError: Error code: 429"),
+        "{out}"
+    );
+    let text = fuzz(false);
+    assert!(
+        text.stdout.contains("\n      the agent's error: ")
+            && text.stdout.contains("RateLimitError"),
+        "{text}"
+    );
+}
+
 /// A fuzz campaign over the openai + mcp agent with model faults (429s
 /// and 503s drawn from the model seed) and tool faults (`cases/sdk/
 /// fuzz-retries.toml`): the SDK retries each failed model call, the

@@ -55,6 +55,10 @@ pub struct GroupReport {
     /// (its reproducer's error, with the agent's message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unscripted: Option<String>,
+    /// A group of the agent's own faults (`trapped`, `exited`, ...): its
+    /// reproducer's error in one line (the exception, the reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_error: Option<String>,
     /// A native agent's reproducer that ended otherwise when written: how.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reproducer_ended: Option<String>,
@@ -133,6 +137,8 @@ impl GroupReport {
             unscripted: (k.outcome.footer.status == worldline_log::log::Status::Unscripted)
                 .then(|| k.outcome.footer.error.clone())
                 .flatten(),
+            agent_error: worldline_engine::traceback::agent_error(&k.outcome.footer)
+                .map(|e| e.message),
             reproducer_ended: k.ended_otherwise.clone(),
             unstored: false,
         }
@@ -156,6 +162,7 @@ impl GroupReport {
             shrunk: None,
             signature: g.signature.clone(),
             unscripted: None,
+            agent_error: None,
             reproducer_ended: None,
             unstored: true,
         }
@@ -245,6 +252,9 @@ pub fn write(out: &mut impl Write, r: &FuzzReport) -> io::Result<()> {
         )?;
         if let Some(why) = &g.unscripted {
             writeln!(out, "      {}", shown::text(why))?;
+        }
+        if let Some(error) = &g.agent_error {
+            writeln!(out, "      the agent's error: {}", shown::message(error))?;
         }
         if let Some(ended) = &g.reproducer_ended {
             writeln!(
@@ -430,6 +440,7 @@ pub fn merge(shards: &[FuzzReport]) -> Result<FuzzReport, String> {
             shrunk: kept.shrunk.clone(),
             signature: g.signature,
             unscripted: kept.unscripted.clone(),
+            agent_error: kept.agent_error.clone(),
             reproducer_ended: kept.reproducer_ended.clone(),
             unstored: kept.unstored,
         });
