@@ -362,6 +362,15 @@ fn a_campaign_s_group_of_agent_faults_says_the_agent_s_error() {
             && text.stdout.contains("RateLimitError"),
         "{text}"
     );
+    // The UI's campaign page says it too.
+    let ui = crate::ui_support::Server::start(dir.path(), &[]);
+    let page = ui.get(&format!("/campaign/{}", doc["campaign"].as_str().unwrap()));
+    assert!(
+        page.body.contains("the agent&#39;s error: ") || page.body.contains("the agent's error: "),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("RateLimitError"), "{}", page.body);
 }
 
 /// A fuzz campaign over the openai + mcp agent with model faults (429s

@@ -15,7 +15,7 @@
 //! old campaigns get a baseline too. Running a baseline inside every campaign
 //! would change `fuzz` and its reports and cost every campaign.
 
-use super::html::{badge, count, layout, url};
+use super::html::{badge, count, layout, text, url};
 use super::{Reply, Seen};
 use anyhow::Result;
 use maud::{Markup, html};
@@ -224,6 +224,10 @@ fn group(g: usize, group: &Value) -> Markup {
     html! {
         div.group {
             h3 { span.mark style={ "background:" (colour) } { "group " (g + 1) } " " (group["signature"].as_str().unwrap_or("?")) " — " (count(runs, "run")) " (" (pct(&group["rate"])) " of all)" }
+            // Why, as `fuzz` says it: what the scripted model had no reply
+            // for, or the agent's own error.
+            @if let Some(why) = group["unscripted"].as_str() { p.note.why { (text(why)) } }
+            @if let Some(error) = group["agent_error"].as_str() { p.note.why { "the agent's error: " (text(error)) } }
             table { tbody {
                 @for m in group["fault_mix"].as_array().into_iter().flatten() {
                     @let runs = m["runs"].as_u64().unwrap_or(0);
