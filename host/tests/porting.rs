@@ -94,6 +94,25 @@ fn run(root: &Path, case: &Path, worlds: &Path) -> common::CliOutput {
     common::run_in(root, case, &caller(), worlds)
 }
 
+/// `grade ID --case CASE --worlds WORLDS EXTRA...` in `root`'s store.
+fn grade(
+    root: &Path,
+    id: &str,
+    (case, worlds): (&Path, &Path),
+    extra: &[&str],
+) -> common::CliOutput {
+    let mut args = vec![
+        OsStr::new("grade"),
+        OsStr::new(id),
+        OsStr::new("--case"),
+        case.as_os_str(),
+        OsStr::new("--worlds"),
+        worlds.as_os_str(),
+    ];
+    args.extend(extra.iter().map(OsStr::new));
+    worldline(root, args)
+}
+
 /// The grade's assertions of a `run --json` document, by what they check.
 fn assertions(out: &common::CliOutput) -> Vec<Value> {
     out.json()["grade"]["assertions"]
@@ -626,18 +645,7 @@ fn two_judges_asking_the_same_keep_their_own_recorded_answers() {
     );
     let id = out.json()["run_id"].as_str().unwrap().to_string();
     common::replays_identical(root.path(), &id);
-    let graded = worldline(
-        root.path(),
-        [
-            OsStr::new("grade"),
-            OsStr::new(&id),
-            OsStr::new("--case"),
-            case.as_os_str(),
-            OsStr::new("--worlds"),
-            worlds.as_os_str(),
-            OsStr::new("--json"),
-        ],
-    );
+    let graded = grade(root.path(), &id, (&case, &worlds), &["--json"]);
     graded.expect_code(1);
     let again: Vec<Value> = graded.json()["grade"]["assertions"]
         .as_array()
@@ -677,18 +685,7 @@ fn a_rejudge_the_judge_did_not_answer_is_not_kept() {
     );
     let text = std::fs::read_to_string(&case).unwrap();
     std::fs::write(&case, text.replace(&judged(scripted), &judged(&down))).unwrap();
-    let grade = |extra: &[&str]| {
-        let mut args = vec![
-            OsStr::new("grade"),
-            OsStr::new(&id),
-            OsStr::new("--case"),
-            case.as_os_str(),
-            OsStr::new("--worlds"),
-            worlds.as_os_str(),
-        ];
-        args.extend(extra.iter().map(OsStr::new));
-        worldline(root.path(), args)
-    };
+    let grade = |extra: &[&str]| grade(root.path(), &id, (&case, &worlds), extra);
     let rejudged = grade(&["--rejudge"]);
     rejudged.expect_code(1);
     assert!(
@@ -806,18 +803,7 @@ fn a_judge_s_unset_key_is_refused_before_the_run_and_the_rejudge() {
     out.expect_code(0);
     let id = out.json()["run_id"].as_str().unwrap().to_string();
     std::fs::write(&case, text).unwrap();
-    let rejudge = worldline(
-        root.path(),
-        [
-            OsStr::new("grade"),
-            OsStr::new(&id),
-            OsStr::new("--case"),
-            case.as_os_str(),
-            OsStr::new("--worlds"),
-            worlds.as_os_str(),
-            OsStr::new("--rejudge"),
-        ],
-    );
+    let rejudge = grade(root.path(), &id, (&case, &worlds), &["--rejudge"]);
     rejudge.expect_code(2);
     assert!(
         rejudge.stderr.contains("before `grade --rejudge`"),
@@ -866,17 +852,8 @@ fn a_scripted_judge_grades_and_its_recorded_answer_regrades_without_the_model() 
     )
     .unwrap();
     let grade = |extra: &[&str]| {
-        let mut args = vec![
-            OsStr::new("grade"),
-            OsStr::new(&id),
-            OsStr::new("--case"),
-            case.as_os_str(),
-            OsStr::new("--worlds"),
-            worlds.as_os_str(),
-            OsStr::new("--json"),
-        ];
-        args.extend(extra.iter().map(OsStr::new));
-        worldline(root.path(), args)
+        let with_json: Vec<&str> = extra.iter().copied().chain(["--json"]).collect();
+        grade(root.path(), &id, (&case, &worlds), &with_json)
     };
     let again = grade(&[]);
     again.expect_code(0);
