@@ -645,6 +645,30 @@ fn two_judges_asking_the_same_keep_their_own_recorded_answers() {
     );
     let id = out.json()["run_id"].as_str().unwrap().to_string();
     common::replays_identical(root.path(), &id);
+    // `test` counts the judge's calls apart from the agent's (they were in
+    // no report).
+    let agent = caller();
+    let suite = |json: bool| {
+        let mut args = vec![
+            OsStr::new("test"),
+            case.as_os_str(),
+            OsStr::new("--agent"),
+            agent.as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+        ];
+        args.extend(json.then_some(OsStr::new("--json")));
+        worldline(root.path(), args)
+    };
+    let doc = suite(true).json().clone();
+    assert_eq!(doc["judge"]["calls"], 2, "{doc}");
+    assert!(doc["judge"]["total_tokens"].as_u64().unwrap() > 0, "{doc}");
+    assert!(
+        doc.get("model").is_none(),
+        "the agent asked no model: {doc}"
+    );
+    let text = suite(false);
+    assert!(text.stdout.contains("\njudge: 2 calls, "), "{text}");
     let graded = grade(root.path(), &id, (&case, &worlds), &["--json"]);
     graded.expect_code(1);
     let again: Vec<Value> = graded.json()["grade"]["assertions"]

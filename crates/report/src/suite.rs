@@ -189,6 +189,10 @@ pub struct SuiteSummary {
     /// Model calls of every run of the suite (absent when there were none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelTotals>,
+    /// The judge's calls (`[[expect.judge]]`) of every run, apart from the
+    /// agent's (absent when there were none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<ModelTotals>,
     /// With `--repeat`: pass^k over the cases, k = 1..repeat.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_k: Vec<PassK>,
@@ -289,9 +293,10 @@ impl SuiteSummary {
             .filter(|c| c.attempts.len() as u64 == s.repeat)
             .map(|c| c.passes())
             .collect();
-        let mut model = ModelTotals::default();
+        let (mut model, mut judge) = (ModelTotals::default(), ModelTotals::default());
         for a in s.cases.iter().flat_map(|c| &c.attempts) {
             model.add(&a.model);
+            judge.add(&a.judge);
         }
         SuiteSummary {
             cases: s.cases.iter().map(CaseSummary::of).collect(),
@@ -302,6 +307,7 @@ impl SuiteSummary {
             interrupted: s.interrupted.map(str::to_string),
             interrupted_cases: s.interrupted_cases(),
             model: (model.calls > 0).then_some(model),
+            judge: (judge.calls > 0).then_some(judge),
             pass_k: pass_k(&per_case, s.repeat),
             pass_at_k: pass_at_k_of_suite(&per_case, s.repeat),
             passed: s.passed(),
@@ -327,9 +333,12 @@ impl SuiteSummary {
         }
         let elapsed_ms = shards.iter().map(|s| s.elapsed_ms).fold(0.0, f64::max);
         let interrupted = shards.iter().find_map(|s| s.interrupted.clone());
-        let mut model = ModelTotals::default();
+        let (mut model, mut judge) = (ModelTotals::default(), ModelTotals::default());
         for m in shards.iter().filter_map(|s| s.model.as_ref()) {
             model.add(m);
+        }
+        for j in shards.iter().filter_map(|s| s.judge.as_ref()) {
+            judge.add(j);
         }
         // Every machine collects the whole suite, so each shard reports the
         // same errors: each once (they were counted once a shard).
@@ -400,6 +409,7 @@ impl SuiteSummary {
             interrupted,
             interrupted_cases,
             model: (model.calls > 0).then_some(model),
+            judge: (judge.calls > 0).then_some(judge),
             failed: cases.len() - passed - skipped - interrupted_cases,
             pass_k: pass_k(&per_case, repeat),
             pass_at_k: pass_at_k_of_suite(&per_case, repeat),
@@ -786,10 +796,11 @@ fn write_totals(out: &mut impl Write, err: &mut impl Write, s: &SuiteSummary) ->
             groups.len() - mixed
         )?;
     }
-    if let Some(m) = &s.model {
+    for (who, totals) in [("model", &s.model), ("judge", &s.judge)] {
+        let Some(m) = totals else { continue };
         writeln!(
             out,
-            "model: {} calls, {} tokens ({} prompt, {} completion), {:.1} s waiting on live endpoints",
+            "{who}: {} calls, {} tokens ({} prompt, {} completion), {:.1} s waiting on live endpoints",
             m.calls,
             m.total_tokens,
             m.prompt_tokens,

@@ -60,6 +60,8 @@ pub struct Attempt {
     pub elapsed: Duration,
     /// Its model calls, counted.
     pub model: ModelTotals,
+    /// Its judge's calls (`[[expect.judge]]`), counted apart.
+    pub judge: ModelTotals,
     /// The case asked for token ids and the run's endpoint returned none:
     /// the warning.
     pub tokens_missing: Option<String>,
@@ -73,10 +75,15 @@ impl Attempt {
             outcome,
             elapsed,
             model: ModelTotals::default(),
+            judge: ModelTotals::default(),
             tokens_missing: None,
         };
         if let Ok(o) = &mut attempt.outcome {
             attempt.model = ModelTotals::of_run(&o.events.whole());
+            if let Some(g) = &o.grade {
+                attempt.judge =
+                    ModelTotals::of_judges(g.assertions.iter().filter_map(|a| a.judge.as_ref()));
+            }
             if case.model.token_ids {
                 attempt.tokens_missing = tokens::missing(o.events.as_held());
             }

@@ -42,6 +42,23 @@ impl ModelTotals {
         t
     }
 
+    /// Those of a grade's judged checks (`[[expect.judge]]`): each check's
+    /// `judge` record, whose answer holds the call as its provider
+    /// recorded it (`response.model_call`).
+    pub fn of_judges<'a>(judges: impl Iterator<Item = &'a serde_json::Value>) -> Self {
+        let mut t = ModelTotals::default();
+        for judge in judges {
+            let record = &judge["response"]["model_call"];
+            let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+            t.calls += 1;
+            t.prompt_tokens += n(&record["usage"]["prompt_tokens"]);
+            t.completion_tokens += n(&record["usage"]["completion_tokens"]);
+            t.total_tokens += n(&record["usage"]["total_tokens"]);
+            t.real_latency_ms += n(&record["real_latency_ms"]);
+        }
+        t
+    }
+
     pub fn add(&mut self, other: &ModelTotals) {
         self.calls += other.calls;
         self.prompt_tokens += other.prompt_tokens;
