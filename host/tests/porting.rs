@@ -625,7 +625,8 @@ fn two_judges_asking_the_same_keep_their_own_recorded_answers() {
     let judges = "[expect.judge_model]\nprovider = \"scripted\"\n\
         responses = ['{\"verdict\": \"pass\", \"reason\": \"first\"}', '{\"verdict\": \"fail\", \"reason\": \"second\"}']\n\
         [[expect.judge]]\nname = \"politeness\"\nrubric = \"The agent set the bags.\"\n\
-        [[expect.judge]]\nname = \"accuracy\"\nrubric = \"The agent set the bags.\"\n";
+        [[expect.judge]]\nname = \"accuracy\"\nrubric = \"The agent set the bags.\"\n\
+        [prices.scripted]\ninput_per_mtok = 1000000\noutput_per_mtok = 1000000\n";
     let case = airline_case(root.path(), calls, judges);
     let out = run(root.path(), &case, &worlds);
     out.expect_code(1);
@@ -669,6 +670,18 @@ fn two_judges_asking_the_same_keep_their_own_recorded_answers() {
     );
     let text = suite(false);
     assert!(text.stdout.contains("\njudge: 2 calls, "), "{text}");
+    // The UI's run page says them and their cost, at the case's price of
+    // the scripted judge (`scripted`, a dollar a token).
+    let ui = crate::ui_support::Server::start(root.path(), &[]);
+    let page = ui.get(&format!("/run/{id}")).body;
+    let usage = page
+        .split("id=\"judge-usage\"")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{page}"));
+    let usage = &usage[..usage.find("</p>").unwrap()];
+    assert!(usage.contains("2 judge calls"), "{usage}");
+    let tokens = doc["judge"]["total_tokens"].as_u64().unwrap();
+    assert!(usage.contains(&format!("cost ${tokens}.00")), "{usage}");
     let graded = grade(root.path(), &id, (&case, &worlds), &["--json"]);
     graded.expect_code(1);
     let again: Vec<Value> = graded.json()["grade"]["assertions"]

@@ -394,6 +394,7 @@ pub(crate) fn body(
         (outcome(footer))
         (trouble(footer))
         (super::usage::section(&id, &usage, (range.clone(), noise)))
+        (super::usage::judged(footer.and_then(|f| f.grade.as_ref()), &prices))
         (super::calls::chart(&id, &b.events, b.header.rules.unwrap_or(0), range))
         h2 { "Lineage" } (lineage)
         (table)

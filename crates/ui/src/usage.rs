@@ -114,6 +114,48 @@ impl RunUsage {
     }
 }
 
+/// The judged checks' calls (`[[expect.judge]]`) of a run's recorded
+/// `grade`, summed on a line of their own, apart from the agent's model
+/// calls: each priced as the model that answered, else the one asked for.
+pub(crate) fn judged(grade: Option<&Value>, prices: &Prices) -> Markup {
+    let judges: Vec<&Value> = (grade.and_then(|g| g["assertions"].as_array()))
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.get("judge"))
+        .collect();
+    if judges.is_empty() {
+        return html! {};
+    }
+    let (mut input, mut output, mut cost, mut real) = (0, 0, Some(0.0), None::<u64>);
+    for judge in &judges {
+        let record = &judge["response"]["model_call"];
+        let (i, o) = (
+            n(&record["usage"]["prompt_tokens"]),
+            n(&record["usage"]["completion_tokens"]),
+        );
+        let priced = (record["model"].as_str())
+            .or(record["params"]["model"].as_str())
+            .unwrap_or("?");
+        // A call that used no tokens (a failed one) cost nothing.
+        let this = match (i, o) {
+            (0, 0) => Some(0.0),
+            _ => prices.cost(priced, i, o),
+        };
+        cost = cost.zip(this).map(|(a, b)| a + b);
+        if let Some(ms) = record["real_latency_ms"].as_u64() {
+            real = Some(real.unwrap_or(0) + ms);
+        }
+        (input, output) = (input + i, output + o);
+    }
+    html! {
+        h2 { "Judge usage" }
+        p #judge-usage {
+            b { (super::html::count(judges.len() as u64, "judge call")) } " (the judged checks', apart from the agent's) · tokens " (input) " in, " (output) " out · cost "
+            (dollars(cost)) " · " span.real { "real latency (wall clock, not replayed) " (ms(real)) }
+        }
+    }
+}
+
 /// US dollars, to the cent for large sums and finer for small ones.
 pub(crate) fn dollars(cost: Option<f64>) -> String {
     match cost {
