@@ -682,6 +682,14 @@ fn two_judges_asking_the_same_keep_their_own_recorded_answers() {
     assert!(usage.contains("2 judge calls"), "{usage}");
     let tokens = doc["judge"]["total_tokens"].as_u64().unwrap();
     assert!(usage.contains(&format!("cost ${tokens}.00")), "{usage}");
+    // ATIF's final metrics count them apart from the agent's steps.
+    let atif = worldline(root.path(), ["export", &id, "--format", "atif", "-o", "-"]);
+    let atif: Value =
+        serde_json::from_str(atif.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {atif}"));
+    assert_eq!(
+        atif["final_metrics"]["extra"]["judge"]["calls"], 2,
+        "{atif}"
+    );
     let graded = grade(root.path(), &id, (&case, &worlds), &["--json"]);
     graded.expect_code(1);
     let again: Vec<Value> = graded.json()["grade"]["assertions"]

@@ -25,7 +25,8 @@
 //!   ([`crate::trajectory::approval`]), and neither ending what the model
 //!   step before it still waits for (the tool call a host's approval
 //!   precedes is that step's result);
-//! - the verdict, reward and checks in the document's `extra`.
+//! - the verdict, reward and checks in the document's `extra`; the judged
+//!   checks' calls counted in `final_metrics.extra.judge`.
 //!
 //! A redacted copy withholds every model call's token ids and
 //! log-probabilities (decision 0428): its agent steps have none, and
@@ -178,6 +179,17 @@ pub fn document(
     if let Some(p) = parent {
         doc["extra"]["branch"] =
             json!({"parent": p.run, "event": p.event, "replayed_steps": replayed});
+    }
+    // The judged checks' calls, apart from the agent's steps' tokens.
+    let judges = worldline_log::log::usage::ModelTotals::of_judges(
+        (grade.and_then(|g| g["assertions"].as_array()))
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.get("judge")),
+    );
+    if judges.calls > 0 {
+        doc["final_metrics"]["extra"]["judge"] =
+            serde_json::to_value(&judges).unwrap_or(Value::Null);
     }
     // A served episode's id, as its client's `reset` gave it.
     if let Some(id) = &b.header.episode_id {
