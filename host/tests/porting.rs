@@ -690,6 +690,31 @@ fn two_judges_asking_the_same_keep_their_own_recorded_answers() {
         atif["final_metrics"]["extra"]["judge"]["calls"], 2,
         "{atif}"
     );
+    // So does the run's span in a trace.
+    let trace = root.path().join("trace.pb");
+    worldline(root.path(), ["otel", &id, "-o", trace.to_str().unwrap()]).expect_code(0);
+    let req = {
+        use prost::Message as _;
+        let bytes = std::fs::read(&trace).unwrap();
+        opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest::decode(
+            bytes.as_slice(),
+        )
+        .unwrap()
+    };
+    let run_span = (req.resource_spans.iter())
+        .flat_map(|r| &r.scope_spans)
+        .flat_map(|s| &s.spans)
+        .find(|s| s.parent_span_id.is_empty())
+        .expect("the run's span");
+    let calls = (run_span.attributes.iter())
+        .find(|a| a.key == "worldline.judge.calls")
+        .and_then(|a| a.value.clone())
+        .and_then(|v| v.value);
+    assert_eq!(
+        calls,
+        Some(opentelemetry_proto::tonic::common::v1::any_value::Value::IntValue(2)),
+        "{run_span:?}"
+    );
     let graded = grade(root.path(), &id, (&case, &worlds), &["--json"]);
     graded.expect_code(1);
     let again: Vec<Value> = graded.json()["grade"]["assertions"]

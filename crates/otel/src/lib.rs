@@ -188,6 +188,26 @@ fn each_span(
     if let Some(g) = grade {
         attrs.push(text("worldline.grade", g));
     }
+    // The judged checks' calls, which are no event of the run: counted on
+    // the run's span, apart from the agent's model calls.
+    let judges = worldline_log::log::usage::ModelTotals::of_judges(
+        (footer.and_then(|f| f.grade.as_ref()))
+            .and_then(|g| g["assertions"].as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.get("judge")),
+    );
+    if judges.calls > 0 {
+        attrs.push(int("worldline.judge.calls", judges.calls as i64));
+        attrs.push(int(
+            "worldline.judge.input_tokens",
+            judges.prompt_tokens as i64,
+        ));
+        attrs.push(int(
+            "worldline.judge.output_tokens",
+            judges.completion_tokens as i64,
+        ));
+    }
     if let Some(p) = &b.header.parent {
         attrs.push(text("worldline.parent", format!("{}@{}", p.run, p.event)));
     }
