@@ -329,7 +329,6 @@ fn answers_after(held: &Held, seq: u64, mut pending: Vec<asked::Asked>) -> Vec<V
     out
 }
 
-/// A tool's answer as the `tool` message to the call `id`.
 /// The assistant's message calling function `name` with `args` (their
 /// canonical JSON text), as call `id`.
 fn assistant_call(id: &str, name: &str, args: &Value) -> Value {
@@ -344,6 +343,7 @@ fn assistant_call(id: &str, name: &str, args: &Value) -> Value {
     })
 }
 
+/// A tool's answer as the `tool` message to the call `id`.
 fn tool_message(id: &str, response: worldline_log::log::payload::Answer) -> Value {
     let answer = match (response.error, response.ok) {
         (Some(err), _) => json!({"error": err}),
