@@ -396,14 +396,7 @@ fn project_recordings(project: &crate::project::Project) -> Vec<InputError> {
 /// or fail every judged check.
 fn unreadable_recordings(case: &case::Case) -> Vec<InputError> {
     let dir = case.path.parent().unwrap_or(Path::new("."));
-    let user = case.user.as_ref().and_then(|u| u.model.as_ref());
-    let judge = case.expect.as_ref().and_then(|e| e.judge_model.as_ref());
-    let models = [
-        ("model", Some(&case.model)),
-        ("user.model", user),
-        ("expect.judge_model", judge),
-    ];
-    (models.into_iter())
+    (case.models().into_iter())
         .filter_map(|(table, m)| {
             let m = m?;
             let why = (m.unreadable_recording(dir, "the case file")?).replacen(

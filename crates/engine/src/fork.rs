@@ -149,24 +149,12 @@ pub fn other_agent_refused(rec: &RecordedRun) -> Option<InputError> {
 /// Why `rec` cannot be followed live by the command that `goes` (`fork`,
 /// `resume`, `rerun`), if it cannot: its case's provider (or its
 /// model-played user's, or its judge's) calls out with an API key whose
-/// variable is not set. `run` refuses that before anything runs; a fork, a resume and a
-/// live rerun went on without it and recorded the agent's failed model
-/// calls. Named at the run: its case is a stored object, not a file the
+/// variable is not set. `run` refuses that before anything runs; a fork,
+/// a resume and a live rerun went on without it and recorded the agent's
+/// failed model calls. Named at the run: its case is a stored object, not a file the
 /// user wrote.
 pub fn key_refused(rec: &RecordedRun, goes: &str) -> Option<InputError> {
-    let user = rec.case.user.as_ref().and_then(|u| u.model.as_ref());
-    let judge = rec
-        .case
-        .expect
-        .as_ref()
-        .and_then(|e| e.judge_model.as_ref());
-    let models = [
-        ("model", Some(&rec.case.model)),
-        ("user.model", user),
-        ("expect.judge_model", judge),
-    ];
-    let (table, var) = models
-        .into_iter()
+    let (table, var) = (rec.case.models().into_iter())
         .find_map(|(table, model)| Some((table, model?.missing_key()?)))?;
     Some(InputError::new(
         &rec.path,

@@ -163,7 +163,8 @@ impl ModelArgs {
             .map_err(|m| worldline_case::error::InputError::new(&case.path, m))?;
         case.override_user_model(user)
             .map_err(|e| settings_error(e, "user_model", "--user-model-set"))?;
-        let user_model = case.user.as_ref().and_then(|u| u.model.as_ref());
+        let models = case.models();
+        let [_, (_, user_model), (_, judge)] = models;
         let unset = |table: &str, var: &str| {
             let (file, line) = given_in(&case.path, table, "api_key_env");
             let table = match line {
@@ -184,16 +185,11 @@ impl ModelArgs {
         }
         // The judge's too: it is asked once the run has ended, which then
         // failed its checks for the missing key.
-        let judge = case.expect.as_ref().and_then(|e| e.judge_model.as_ref());
         if let Some(var) = judge.and_then(|m| m.missing_key()) {
             return Err(unset("expect.judge_model", var).into());
         }
         let case_dir = case.path.parent().unwrap_or(std::path::Path::new("."));
-        for (table, model) in [
-            ("model", Some(&case.model)),
-            ("user.model", user_model),
-            ("expect.judge_model", judge),
-        ] {
+        for (table, model) in models {
             let Some(model) = model else { continue };
             let (file, line) = given_in(&case.path, table, "recording");
             let (relative_to, shown, line) = match line {

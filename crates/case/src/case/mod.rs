@@ -873,8 +873,22 @@ fn check_rule(
 }
 
 impl Case {
+    /// The case's model providers, each with the table it is written in:
+    /// the agent's `[model]`, and the simulated user's `[user.model]` and
+    /// the judge's `[expect.judge_model]` when the case has them.
+    pub fn models(&self) -> [(&'static str, Option<&model::ModelConfig>); 3] {
+        let user = self.user.as_ref().and_then(|u| u.model.as_ref());
+        let judge = self.expect.as_ref().and_then(|e| e.judge_model.as_ref());
+        [
+            ("model", Some(&self.model)),
+            ("user.model", user),
+            ("expect.judge_model", judge),
+        ]
+    }
+
     /// Where the case writes the `recording` of `[model]` (`table` is
-    /// `model`) or `[user.model]` (`user.model`) as `named`: its value's
+    /// `model`), `[user.model]` (`user.model`) or `[expect.judge_model]`
+    /// (`expect.judge_model`) as `named`: its value's
     /// line and column, as `check` and a run name it (none when a flag
     /// gave another).
     pub fn recording_at(&self, table: &str, named: &str) -> Option<(usize, usize)> {
