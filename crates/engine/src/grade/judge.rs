@@ -214,14 +214,13 @@ pub(crate) fn checks(expect: &Expect, ev: &Evidence, judging: &Judging) -> Vec<A
         .collect()
 }
 
-/// The judged checks of `grade` the judge gave no verdict (its provider
-/// failed or timed out, or its answer was no verdict): each check's name
+/// The first judged check of `grade` the judge gave no verdict (its
+/// provider failed or timed out, or its answer was no verdict): its name
 /// and why.
-pub(crate) fn unanswered(grade: &super::Grade) -> Vec<(&str, &str)> {
+pub(crate) fn unanswered(grade: &super::Grade) -> Option<(&str, &str)> {
     (grade.assertions.iter())
         .filter(|a| a.judge.is_some())
-        .filter_map(|a| Some((a.what.as_str(), a.actual.as_str()?)))
-        .collect()
+        .find_map(|a| Some((a.what.as_str(), a.actual.as_str()?)))
 }
 
 /// The seed a recorded grade's judge requests carried.

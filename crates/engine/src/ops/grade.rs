@@ -187,13 +187,13 @@ pub fn grade(
     // A re-judge the judge did not answer is not kept: it would stand for
     // the run's grade from now on (a provider's outage, a key not set,
     // kept as the judge's verdict).
-    let unanswered = crate::grade::judge::unanswered(&grade);
-    if args.rejudge && unanswered.is_empty() {
-        warnings.extend(keep_regrade(store, &run_id, &grade)?);
-    } else if let Some((what, why)) = unanswered.first().filter(|_| args.rejudge) {
-        warnings.push(format!(
-            "the new grade is not kept: the judge gave `{what}` no verdict ({why}); the run's grade stays what it was; run `grade --rejudge` again once the judge answers"
-        ));
+    if args.rejudge {
+        match crate::grade::judge::unanswered(&grade) {
+            None => warnings.extend(keep_regrade(store, &run_id, &grade)?),
+            Some((what, why)) => warnings.push(format!(
+                "the new grade is not kept: the judge gave `{what}` no verdict ({why}); the run's grade stays what it was; run `grade --rejudge` again once the judge answers"
+            )),
+        }
     }
     Ok(Graded {
         case: case_path,
