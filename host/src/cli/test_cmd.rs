@@ -521,7 +521,7 @@ fn run(
     let human = (!args.common.json).then(|| {
         let cases = entries.iter().map(|e| (e.index, e.name.as_str()));
         let err = Escaped::new(std::io::stderr());
-        Human::new(human_out(), err, cases)
+        Human::new(Escaped::new(std::io::stdout()), err, cases)
     });
     let shown = Mutex::new((Progress::default(), lines, human));
     let tested = ops::test::test(&suite, args.events.as_deref(), &|e| {
@@ -561,10 +561,6 @@ fn run(
 /// The text report as `test` writes it: stdout's characters escaped, a
 /// write at a time (the lines are written from the suite's threads).
 type HumanReport = Human<Escaped<std::io::Stdout>, Escaped<std::io::Stderr>>;
-
-fn human_out() -> Escaped<std::io::Stdout> {
-    Escaped::new(std::io::stdout())
-}
 
 /// The one component the cases that run one share (each case's agent is
 /// it or the case's own `exec`); a usage error when nothing names an
