@@ -190,13 +190,8 @@ fn each_span(
     }
     // The judged checks' calls, which are no event of the run: counted on
     // the run's span, apart from the agent's model calls.
-    let judges = worldline_log::log::usage::ModelTotals::of_judges(
-        (footer.and_then(|f| f.grade.as_ref()))
-            .and_then(|g| g["assertions"].as_array())
-            .into_iter()
-            .flatten()
-            .filter_map(|a| a.get("judge")),
-    );
+    let judges =
+        worldline_log::log::usage::ModelTotals::of_judges_in(footer.and_then(|f| f.grade.as_ref()));
     if judges.calls > 0 {
         attrs.push(int("worldline.judge.calls", judges.calls as i64));
         attrs.push(int(

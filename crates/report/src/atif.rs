@@ -181,12 +181,7 @@ pub fn document(
             json!({"parent": p.run, "event": p.event, "replayed_steps": replayed});
     }
     // The judged checks' calls, apart from the agent's steps' tokens.
-    let judges = worldline_log::log::usage::ModelTotals::of_judges(
-        (grade.and_then(|g| g["assertions"].as_array()))
-            .into_iter()
-            .flatten()
-            .filter_map(|a| a.get("judge")),
-    );
+    let judges = worldline_log::log::usage::ModelTotals::of_judges_in(grade);
     if judges.calls > 0 {
         doc["final_metrics"]["extra"]["judge"] =
             serde_json::to_value(&judges).unwrap_or(Value::Null);

@@ -118,11 +118,7 @@ impl RunUsage {
 /// `grade`, summed on a line of their own, apart from the agent's model
 /// calls: each priced as the model that answered, else the one asked for.
 pub(crate) fn judged(grade: Option<&Value>, prices: &Prices) -> Markup {
-    let judges: Vec<&Value> = (grade.and_then(|g| g["assertions"].as_array()))
-        .into_iter()
-        .flatten()
-        .filter_map(|a| a.get("judge"))
-        .collect();
+    let judges: Vec<&Value> = worldline_log::log::usage::judges(grade).collect();
     if judges.is_empty() {
         return html! {};
     }

@@ -42,6 +42,11 @@ impl ModelTotals {
         t
     }
 
+    /// Those of a recorded grade's judged checks ([`judges`]).
+    pub fn of_judges_in(grade: Option<&serde_json::Value>) -> Self {
+        Self::of_judges(judges(grade))
+    }
+
     /// Those of a grade's judged checks (`[[expect.judge]]`): each check's
     /// `judge` record, whose answer holds the call as its provider
     /// recorded it (`response.model_call`).
@@ -66,4 +71,13 @@ impl ModelTotals {
         self.total_tokens += other.total_tokens;
         self.real_latency_ms += other.real_latency_ms;
     }
+}
+
+/// The `judge` records of a recorded grade's judged checks
+/// (`[[expect.judge]]`), in the order of its assertions.
+pub fn judges(grade: Option<&serde_json::Value>) -> impl Iterator<Item = &serde_json::Value> {
+    (grade.and_then(|g| g["assertions"].as_array()))
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.get("judge"))
 }
