@@ -679,6 +679,15 @@ fn case_line(l: &Line) -> String {
     }
 }
 
+/// The widest of the case `names` as a report shows them (escaped), which
+/// its lines pad the names to.
+fn name_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
+    names
+        .map(|n| shown::text(n).chars().count())
+        .max()
+        .unwrap_or(0)
+}
+
 /// A line per case, then the totals.
 pub fn write(out: &mut impl Write, err: &mut impl Write, s: &SuiteRun) -> io::Result<()> {
     write_from(out, err, s, 0)
@@ -692,10 +701,7 @@ fn write_from(
     s: &SuiteRun,
     from: usize,
 ) -> io::Result<()> {
-    let width = (s.cases.iter())
-        .map(|c| shown::text(&c.name).chars().count())
-        .max()
-        .unwrap_or(0);
+    let width = name_width(s.cases.iter().map(|c| c.name.as_str()));
     // What stopped the suite starting cases, which its skipped cases say.
     let stopper = (s.interrupted).or(s.stopped.as_ref().map(|_| "the store's error"));
     for c in s.cases.iter().skip(from) {

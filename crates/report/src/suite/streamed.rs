@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-use worldline_case::shown;
 use worldline_engine::suite::{CaseRun, SuiteRun};
 
 /// The lines of a running suite, held until they can be written.
@@ -25,12 +24,10 @@ pub struct Streamed {
 impl Streamed {
     /// For the cases `(index, name)` in the suite's order.
     pub fn new<'a>(cases: impl Iterator<Item = (usize, &'a str)>) -> Streamed {
-        let (order, widths): (Vec<usize>, Vec<usize>) = cases
-            .map(|(index, name)| (index, shown::text(name).chars().count()))
-            .unzip();
+        let (order, names): (Vec<usize>, Vec<&str>) = cases.unzip();
         Streamed {
             order,
-            width: widths.into_iter().max().unwrap_or(0),
+            width: super::name_width(names.into_iter()),
             held: BTreeMap::new(),
             written: 0,
         }
