@@ -68,16 +68,14 @@ pub async fn serve(listener: TcpListener, app: axum::Router, shutdown: impl Futu
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
-        let (id, conn_state) = open.add();
+        let held = open.add();
         let service = idle::Counted {
             inner: TowerToHyperService::new(app.clone()),
-            conn: conn_state.clone(),
+            conn: held.conn.clone(),
         };
         let mut stopping = stopping.clone();
-        let open = open.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            let _open = Forget(&open, id);
             let mut builder = hyper::server::conn::http1::Builder::new();
             // A request received whole is answered, and so mediated and
             // recorded, whatever the client does next: closing its side
@@ -97,7 +95,7 @@ pub async fn serve(listener: TcpListener, app: axum::Router, shutdown: impl Futu
             tokio::select! {
                 _ = conn.as_mut() => return,
                 _ = stopping.wait_for(|s| *s) => {}
-                () = conn_state.told_to_close() => {}
+                () = held.conn.told_to_close() => {}
             }
             conn.as_mut().graceful_shutdown();
             let _ = tokio::time::timeout(FINISH_WITHIN, conn).await;
@@ -110,13 +108,4 @@ pub async fn serve(listener: TcpListener, app: axum::Router, shutdown: impl Futu
         slots.acquire_many(MAX_CONNECTIONS),
     )
     .await;
-}
-
-/// Takes a connection out of the open ones when its task ends.
-struct Forget<'a>(&'a idle::Open, u64);
-
-impl Drop for Forget<'_> {
-    fn drop(&mut self) {
-        self.0.forget(self.1);
-    }
 }

@@ -39,9 +39,23 @@ pub(super) struct Conn {
     close: Notify,
 }
 
+/// A connection held among the open ones until this is dropped (its
+/// task's end).
+pub(super) struct Held {
+    open: Arc<Open>,
+    id: u64,
+    pub(super) conn: Arc<Conn>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.open.lock().remove(&self.id);
+    }
+}
+
 impl Open {
-    /// A new connection, held until [`Open::forget`].
-    pub(super) fn add(&self) -> (u64, Arc<Conn>) {
+    /// A new connection, held until the [`Held`] is dropped.
+    pub(super) fn add(self: &Arc<Self>) -> Held {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let conn = Arc::new(Conn {
             busy: AtomicU64::new(0),
@@ -50,11 +64,11 @@ impl Open {
             close: Notify::new(),
         });
         self.lock().insert(id, conn.clone());
-        (id, conn)
-    }
-
-    pub(super) fn forget(&self, id: u64) {
-        self.lock().remove(&id);
+        Held {
+            open: self.clone(),
+            id,
+            conn,
+        }
     }
 
     /// Tell the connection idle the longest to close; whether there was one.
@@ -168,10 +182,9 @@ mod tests {
     /// told to close, the one idle the longest first.
     #[test]
     fn the_connection_idle_the_longest_is_the_one_told_to_close() {
-        let open = Open::default();
-        let (_, fresh) = open.add();
-        let (_, first) = open.add();
-        let (_, second) = open.add();
+        let open = Arc::new(Open::default());
+        let held = [open.add(), open.add(), open.add()];
+        let [fresh, first, second] = [&held[0].conn, &held[1].conn, &held[2].conn];
         // None has answered yet: none is idle.
         assert!(!open.close_idlest());
         drop(InFlight::new(first.clone()));
@@ -190,12 +203,12 @@ mod tests {
                     .is_ok()
             })
         };
-        assert!(told(&second));
-        assert!(!told(&first) && !told(&fresh));
+        assert!(told(second));
+        assert!(!told(first) && !told(fresh));
         // Nothing else is idle until `first` answers.
         assert!(!open.close_idlest());
         drop(busy);
         assert!(open.close_idlest());
-        assert!(told(&first));
+        assert!(told(first));
     }
 }
