@@ -775,46 +775,30 @@ fn a_rejudge_the_judge_did_not_answer_is_not_kept() {
 /// and its error blamed `limits.timeout_ms`.
 #[test]
 fn a_judge_attempt_that_times_out_is_tried_again() {
-    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+    use std::io::Write as _;
     let root = temp_dir();
     let worlds = airline(root.path(), "");
     // The judge: its first request is never answered, its second is.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let server = std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for n in 0..2 {
-            let (conn, _) = listener.accept().unwrap();
-            let mut reader = BufReader::new(conn);
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-                if line == "\r\n" {
-                    break;
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            let mut conn = reader.into_inner();
-            if n == 0 {
-                held.push(conn);
-                continue;
-            }
-            let content = r#"{\"verdict\": \"pass\", \"reason\": \"set\"}"#;
-            let answer = format!(
-                r#"{{"id":"j","object":"chat.completion","created":0,"model":"j","choices":[{{"index":0,"message":{{"role":"assistant","content":"{content}"}},"finish_reason":"stop"}}]}}"#
-            );
-            write!(
-                conn,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                answer.len()
-            )
-            .unwrap();
-        }
+        let (mut unanswered, _) = listener.accept().unwrap();
+        common::native::read_request(&mut unanswered).expect("the first request");
+        let (mut conn, _) = listener.accept().unwrap();
+        common::native::read_request(&mut conn).expect("the second request");
+        let verdict = json!({"verdict": "pass", "reason": "set"}).to_string();
+        let answer = json!({
+            "id": "j", "object": "chat.completion", "created": 0, "model": "j",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": verdict}, "finish_reason": "stop"}],
+        })
+        .to_string();
+        write!(
+            conn,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+            answer.len()
+        )
+        .unwrap();
+        drop(unanswered);
     });
     let calls = json!([{"tool": "set_bags", "args": {"id": "U-1", "bags": 2}}]);
     let judged = format!(
