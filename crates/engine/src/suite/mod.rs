@@ -500,12 +500,16 @@ impl Suite<'_> {
                 while !told.load(Ordering::SeqCst) && interrupted().is_none() {
                     std::thread::park_timeout(Duration::from_millis(50));
                     let durable = batch.durable();
-                    let on_disk: Vec<usize> = {
-                        let mut waiting = unflushed.lock().unwrap_or_else(|e| e.into_inner());
-                        let (on_disk, left) = waiting.drain(..).partition(|w| w.1 <= durable);
-                        *waiting = left;
-                        on_disk.into_iter().map(|w: (usize, u64)| w.0).collect()
-                    };
+                    let mut on_disk = Vec::new();
+                    (unflushed.lock().unwrap_or_else(|e| e.into_inner())).retain(
+                        |&(index, handed)| {
+                            let taken = handed <= durable;
+                            if taken {
+                                on_disk.push(index);
+                            }
+                            !taken
+                        },
+                    );
                     if !on_disk.is_empty() {
                         sink(SuiteEvent::OnDisk { cases: &on_disk });
                     }
