@@ -439,10 +439,14 @@ fn copies_of_a_run(n: usize) -> (tempfile::TempDir, PathBuf) {
 /// `verify` writes each replay's report as it comes (in the order of the
 /// runs), counting it and keeping nothing of it, so checking a store
 /// costs the memory of its list of runs: 4,001 runs peak within 1 MiB of
-/// a sample of 30 (0.4 MiB below it), as text and as JSON, whose document
-/// reads the same (its `runs` first). Before, every report was held to
-/// the end: 4,001 runs peaked 2.4 MiB above 30 as text, and more as JSON
-/// (a debug build; 10,000 runs in a release build 33 and 46 MB, 24 now).
+/// a sample of 30, as text and as JSON, whose document reads the same
+/// (its `runs` first). Before, every report was held to the end: 4,001
+/// runs peaked 2.4 MiB above 30 as text, and more as JSON (a debug build;
+/// 10,000 runs in a release build 33 and 46 MB, 24 now). Each peak is the
+/// least of three: one process's peak moves by a few hundred KiB with
+/// the timing of its threads and worker (4,001 runs 0.5–1.1 MiB above a
+/// single sample of 30 while the list of runs was copied for the
+/// worker; 0.5–0.8 since it is lent).
 #[test]
 fn a_store_s_check_holds_no_report_of_a_run_once_written() {
     let (_dir, store) = copies_of_a_run(4000);
@@ -451,24 +455,26 @@ fn a_store_s_check_holds_no_report_of_a_run_once_written() {
         if json {
             args.push("--json");
         }
-        let (_, few, _) = common::long::measured(
-            &store,
-            &[&args[..], &["--sample", "30", "--seed", "1"]].concat(),
-        );
-        let (_, many, stdout) = common::long::measured(&store, &args);
-        let replayed = match json {
-            true => serde_json::from_str::<Value>(&stdout).unwrap()["replayed"].as_u64(),
-            false => stdout
-                .lines()
-                .filter(|l| l.contains("  identical  "))
-                .count()
-                .try_into()
-                .ok(),
-        };
-        assert_eq!(replayed, Some(4001), "{stdout}");
+        let sample = [&args[..], &["--sample", "30", "--seed", "1"]].concat();
+        let (mut few, mut many) = (u64::MAX, u64::MAX);
+        for _ in 0..3 {
+            few = few.min(common::long::measured(&store, &sample).1);
+            let (_, kib, stdout) = common::long::measured(&store, &args);
+            many = many.min(kib);
+            let replayed = match json {
+                true => serde_json::from_str::<Value>(&stdout).unwrap()["replayed"].as_u64(),
+                false => stdout
+                    .lines()
+                    .filter(|l| l.contains("  identical  "))
+                    .count()
+                    .try_into()
+                    .ok(),
+            };
+            assert_eq!(replayed, Some(4001), "{stdout}");
+        }
         assert!(
             many < few + 1024,
-            "4,001 runs verified peaked at {many} KiB, 30 at {few} KiB (--json: {json}): the check holds its reports"
+            "4,001 runs verified peaked at {many} KiB, 30 at {few} KiB (--json: {json}; the least of three each): the check holds its reports"
         );
     }
 }

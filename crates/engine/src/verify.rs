@@ -41,6 +41,7 @@ use anyhow::{Result, anyhow};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore as _, SeedableRng as _};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::sync::Mutex;
@@ -125,13 +126,14 @@ impl Answer for CheckedRun {
 }
 
 /// The first line `verify` writes its worker: the runs it shares out,
-/// which the worker's items index.
+/// which the worker's items index, lent by `verify` (a copy of a long
+/// list held as much again until its workers had started).
 #[derive(Serialize, Deserialize)]
-pub struct Hello {
-    runs: Vec<String>,
+pub struct Hello<'a> {
+    runs: Cow<'a, [String]>,
 }
 
-impl Hello {
+impl Hello<'_> {
     /// The runs shared out.
     pub fn runs(&self) -> &[String] {
         &self.runs
@@ -208,7 +210,7 @@ pub fn verify(
                 checked: check(sandbox, store, &runs[0], &opened),
             });
             let workers = workers(&Hello {
-                runs: runs.to_vec(),
+                runs: Cow::Borrowed(runs),
             })?;
             let remote: usize = workers.iter().map(|w| w.jobs()).sum();
             let workers = workers
@@ -292,7 +294,7 @@ pub fn serve(
     output: impl Write + Send,
 ) -> Result<()> {
     let opened = replay::Opened::default();
-    let start = |hello: Hello| {
+    let start = |hello: Hello<'static>| {
         let opened = &opened;
         Ok(move |i: u64| {
             let run = usize::try_from(i)
