@@ -13,8 +13,11 @@
 //! wait reached the time it was ready: a poll that returned it among the
 //! ready (`wasi:io/poll.poll`, its `deadlines` and the indices it
 //! answered), a block on it, a readiness check that said yes. Otherwise
-//! the agent went on without it: its next step is when (the end of the
-//! wait a timer ended). An agent that leaves a pending answer aside, waits
+//! the agent went on without it, at its next step, or at the end of the
+//! first wait after it when all the agent did before that wait was read
+//! its clocks and set its timer (the Agents SDK's MCP client, whose 5 s
+//! timeout read as going on at the clock read that began it): the end of
+//! the wait a timer ended. An agent that leaves a pending answer aside, waits
 //! for something else past its time and then takes it without waiting on
 //! it is read as having gone on without it; the host's own waits for
 //! answers (the SDKs' transports, the JavaScript engine) all wait on the
@@ -38,15 +41,22 @@ pub fn undelivered(events: &[Event], rules: u32) -> BTreeMap<u64, u64> {
     let mut fresh: Vec<(u64, u64)> = Vec::new();
     // Answers ready after the agent's next step, not yet waited for.
     let mut pending: Vec<(u64, u64)> = Vec::new();
+    // Of those, the ones the agent has only set a timer since: the end of
+    // its next wait is when it went on, if that is before they were ready.
+    let mut timing: Vec<(u64, u64)> = Vec::new();
     for e in events {
         if over_http(e) {
             fresh.push((e.seq, e.vtime_ns));
             continue;
         }
+        let step = Step::of(e);
         for (seq, ready) in fresh.drain(..) {
             if ready > e.vtime_ns {
                 pending.push((seq, ready));
                 gone.insert(seq, e.vtime_ns);
+                if step == Step::Timer {
+                    timing.push((seq, ready));
+                }
             }
         }
         for reached in reached(e) {
@@ -58,8 +68,45 @@ pub fn undelivered(events: &[Event], rules: u32) -> BTreeMap<u64, u64> {
                 !waited
             });
         }
+        match step {
+            Step::Timer => {}
+            Step::Wait => {
+                for (seq, ready) in timing.drain(..) {
+                    if let Some(at) = gone.get_mut(&seq)
+                        && e.vtime_ns < ready
+                    {
+                        *at = e.vtime_ns;
+                    }
+                }
+            }
+            Step::Other => timing.clear(),
+        }
     }
     gone
+}
+
+/// What a step of the agent's (a host call not answered over HTTP) is
+/// to an answer it has not received.
+#[derive(Clone, Copy, PartialEq)]
+enum Step {
+    /// A clock read, a timer set, a readiness check: the agent has not
+    /// gone on yet.
+    Timer,
+    /// A poll or a block: its time is when it ended.
+    Wait,
+    /// Anything else: the agent went on.
+    Other,
+}
+
+impl Step {
+    fn of(e: &Event) -> Step {
+        match e.call.as_str() {
+            "wasi:io/poll.poll" | "wasi:io/poll.pollable.block" => Step::Wait,
+            "wasi:io/poll.pollable.ready" => Step::Timer,
+            call if call.starts_with("wasi:clocks/") => Step::Timer,
+            _ => Step::Other,
+        }
+    }
 }
 
 /// Whether `e` was answered over `wasi:http` (its transport, as
@@ -165,5 +212,68 @@ mod tests {
         assert_eq!(undelivered(&events, 5), BTreeMap::from([(0, 60)]));
         // Under rules 4 every answer was ready as the agent waited.
         assert!(undelivered(&events, 4).is_empty());
+    }
+
+    fn clock(seq: u64, call: &str, vtime_ns: u64) -> Event {
+        event(seq, call, json!({}), json!(vtime_ns), vtime_ns)
+    }
+
+    fn poll(seq: u64, deadlines: Value, ready: Value, vtime_ns: u64) -> Event {
+        event(
+            seq,
+            "wasi:io/poll.poll",
+            json!({ "deadlines": deadlines }),
+            ready,
+            vtime_ns,
+        )
+    }
+
+    /// The Agents SDK's MCP client in the sandbox (a tool call over HTTP
+    /// ready at 11.772 s): it reads the clock, sets its 5 s timer, and
+    /// polls the answer and the timer; the timer ends the wait at 6.768 s.
+    /// That is when it went on (it read 1.773 s, the clock read).
+    #[test]
+    fn an_agent_that_only_set_its_timer_went_on_when_the_timer_ended_its_wait() {
+        let (ready, timer) = (11_772, 6_768);
+        let events = |between: &[Event]| {
+            let mut events = vec![model(0, ready)];
+            events.extend_from_slice(between);
+            let n = events.len() as u64;
+            events.push(poll(n, json!([ready, timer]), json!([1]), timer));
+            events.push(clock(n + 1, "wasi:clocks/monotonic-clock.now", timer + 1));
+            events
+        };
+        let timer_set = [
+            clock(1, "wasi:clocks/monotonic-clock.now", 1_773),
+            clock(2, "wasi:clocks/monotonic-clock.subscribe-duration", 1_774),
+        ];
+        assert_eq!(
+            undelivered(&events(&timer_set), 5),
+            BTreeMap::from([(0, timer)])
+        );
+        // A step that is not a timer's: the agent went on there.
+        let went_on = [
+            clock(1, "wasi:clocks/monotonic-clock.now", 1_773),
+            event(
+                2,
+                "wasi:filesystem/types.descriptor.write",
+                json!({}),
+                json!(null),
+                1_774,
+            ),
+            clock(3, "wasi:clocks/monotonic-clock.subscribe-duration", 1_775),
+        ];
+        assert_eq!(
+            undelivered(&events(&went_on), 5),
+            BTreeMap::from([(0, 1_773)])
+        );
+        // A wait that ended after the answer was ready, on something else:
+        // it went on without it before then, at the clock read.
+        let late = vec![
+            model(0, 100),
+            clock(1, "wasi:clocks/monotonic-clock.now", 10),
+            poll(2, json!([150]), json!([0]), 150),
+        ];
+        assert_eq!(undelivered(&late, 5), BTreeMap::from([(0, 10)]));
     }
 }
