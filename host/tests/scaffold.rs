@@ -664,6 +664,58 @@ fn check_without_paths_checks_the_project_s_cases_outside_its_folder() {
     checked.expect_code(2);
     assert!(checked.stdout.contains("bad.toml"), "{checked}");
     worldline_at(&p, ["test"], &[]).expect_code(2);
+
+    // A `.toml` there that is no case at all (empty, a misspelt `world`)
+    // is a problem too, as `test` collects it: `check` said "no problems".
+    std::fs::remove_file(external.join("bad.toml")).unwrap();
+    std::fs::write(external.join("good.toml"), &text).unwrap();
+    std::fs::write(external.join("empty.toml"), "").unwrap();
+    let checked = worldline_at(&p, ["check"], &[]);
+    checked.expect_code(2);
+    assert!(
+        checked.stdout.contains("empty.toml: not a case"),
+        "{checked}"
+    );
+    let test = worldline_at(&p, ["test"], &[]);
+    test.expect_code(2);
+    assert!(test.stdout.contains("ERROR collecting"), "{test}");
+}
+
+/// `mcp` and `serve` read their cases against the project file's
+/// `worlds`, as `run` and `test` do: both stopped on "no 'worlds/' folder
+/// found above the case; pass --worlds DIR".
+#[test]
+fn mcp_and_serve_take_the_project_s_worlds() {
+    use std::io::Write as _;
+    let dir = temp_dir();
+    let p = dir.path();
+    std::fs::create_dir_all(p.join("cases")).unwrap();
+    std::fs::copy(case("probe"), p.join("cases/probe.toml")).unwrap();
+    let file = format!("store = \"st\"\nworlds = \"{}\"\n", worlds_dir().display());
+    std::fs::write(p.join("worldline.toml"), file).unwrap();
+    let mut mcp = cli()
+        .args(["mcp", "cases/probe.toml"])
+        .current_dir(p)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    (mcp.stdin.take().unwrap())
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n")
+        .unwrap();
+    let mcp = CliOutput::of(mcp.wait_with_output().unwrap());
+    assert!(mcp.stdout.contains("\"id\":7"), "{mcp}");
+    assert!(!mcp.stderr.contains("worlds"), "{mcp}");
+    // Its case loaded, `serve` meets the address taken.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let serve = worldline_at(p, ["serve", "cases/probe.toml", "--addr", &addr], &[]);
+    serve.expect_code(2);
+    assert!(
+        serve.stderr.starts_with("error: --addr: cannot listen"),
+        "{serve}"
+    );
 }
 
 /// A project file without `store` keeps the project's runs in one store,

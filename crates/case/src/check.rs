@@ -115,12 +115,20 @@ impl Checked {
 
 /// Check everything under `paths` (files, or folders searched for `.toml`
 /// files); cases find their worlds in `worlds_root`, else in the nearest
-/// `worlds/` above them. With `named` (the folders were named on the
-/// command line), a `.toml` that `test` would collect from them (outside
-/// `worlds/`) and that is no case, world, fault profile or project file
-/// is a problem, as `test` says it is: a misspelt `world` key, an empty
-/// file.
-pub fn check(paths: &[PathBuf], worlds_root: Option<&Path>, named: bool) -> Checked {
+/// `worlds/` above them. A `.toml` that `test` would collect from one of
+/// `collected` (the paths named on the command line, or the project's
+/// `cases`: outside a `worlds/` under them) and that is no case, world,
+/// fault profile or project file is a problem, as `test` says it is: a
+/// misspelt `world` key, an empty file.
+pub fn check(paths: &[PathBuf], worlds_root: Option<&Path>, collected: &[PathBuf]) -> Checked {
+    let collected: Vec<PathBuf> = collected.iter().map(|c| canonical(c)).collect();
+    let is_collected = |f: &Path| {
+        let f = canonical(f);
+        collected.iter().any(|c| {
+            f.strip_prefix(c)
+                .is_ok_and(|under| !under.components().any(|c| c.as_os_str() == "worlds"))
+        })
+    };
     let mut out = Checked::default();
     // Each file once, however many of the paths reach it.
     let mut seen = std::collections::BTreeSet::new();
@@ -140,10 +148,7 @@ pub fn check(paths: &[PathBuf], worlds_root: Option<&Path>, named: bool) -> Chec
             found.sort();
             for f in found {
                 if seen.insert(canonical(&f)) {
-                    let collected = named
-                        && !(f.strip_prefix(p).unwrap_or(&f).components())
-                            .any(|c| c.as_os_str() == "worlds");
-                    check_file(&f, collected, worlds_root, &mut out);
+                    check_file(&f, is_collected(&f), worlds_root, &mut out);
                 }
             }
         } else if p.symlink_metadata().is_ok() {
@@ -549,6 +554,12 @@ fn service_component(dir: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`super::check`] of `paths`, all of them collected from (`named`,
+    /// as on a command line) or none.
+    fn check(paths: &[PathBuf], worlds_root: Option<&Path>, named: bool) -> Checked {
+        super::check(paths, worlds_root, if named { paths } else { &[] })
+    }
 
     /// A folder with no `.toml` file is a problem, as `test` and
     /// `validate` refuse it (it checked as `ok`).

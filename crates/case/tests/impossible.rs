@@ -377,11 +377,14 @@ fn check_of_a_faults_file_alone_applies_every_rule_but_the_worlds() {
     let problems = |body: &str| {
         let file = dir.path().join("faults.toml");
         std::fs::write(&file, body).unwrap();
-        worldline_case::check::check(&[file], None, true)
-            .problems
-            .iter()
-            .map(InputError::to_string)
-            .collect::<Vec<_>>()
+        {
+            let file = std::slice::from_ref(&file);
+            worldline_case::check::check(file, None, file)
+        }
+        .problems
+        .iter()
+        .map(InputError::to_string)
+        .collect::<Vec<_>>()
     };
     for (body, said) in [
         (

@@ -53,8 +53,16 @@ pub fn exec(args: CheckArgs) -> Result<ExitCode> {
     // told that no worlds were found.
     let refused = super::project_args::refused();
     let worlds = (args.worlds.clone()).or_else(|| refused.and_then(|e| worlds_of(&e.file)));
-    let mut checked =
-        worldline_case::check::check(&paths, worlds.as_deref(), !args.paths.is_empty());
+    // What `test` collects: the paths named, else the project's `cases`
+    // (inside its folder too: a misspelt case outside it passed `check`
+    // and stopped `test`).
+    let collected = match args.paths.is_empty() {
+        false => args.paths.clone(),
+        true => (super::project_args::project().into_iter())
+            .flat_map(|p| p.cases.iter().cloned())
+            .collect(),
+    };
+    let mut checked = worldline_case::check::check(&paths, worlds.as_deref(), &collected);
     if let Some(e) = refused {
         checked.add_project_problem(e.clone());
     }

@@ -26,7 +26,9 @@ const TAKES: &[(&str, &[&str])] = &[
     ("exec", &["run", "test", "fuzz"]),
     (
         "worlds",
-        &["run", "test", "fuzz", "grade", "check", "validate"],
+        &[
+            "run", "test", "fuzz", "grade", "check", "validate", "mcp", "serve",
+        ],
     ),
     ("jobs", &["test", "fuzz", "repro"]),
     ("model-set", &["run", "test", "fuzz", "repro"]),
@@ -124,7 +126,7 @@ pub fn apply(
     // command that reads cases against it (`check` reports it itself).
     let runs = matches!(
         command.as_deref(),
-        Some("run" | "test" | "fuzz" | "grade" | "validate")
+        Some("run" | "test" | "fuzz" | "grade" | "validate" | "mcp" | "serve")
     );
     if let Some(e) = (loaded.as_ref()).and_then(|p| p.missing_worlds().filter(|_| runs))
         && !flag_given(&argv, "worlds")
