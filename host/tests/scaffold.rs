@@ -1075,3 +1075,48 @@ fn init_writes_its_store_and_a_command_without_one_says_it_ignores_it() {
     let settings = &out.json()["settings"];
     assert!(settings["supplied"].get("store").is_none(), "{out}");
 }
+
+/// The TOML block of docs/formats.md that begins at the line `first`
+/// (the block's own first line, not its fence).
+fn formats_block(first: &str) -> String {
+    let doc = std::fs::read_to_string(workspace_root().join("docs/formats.md")).unwrap();
+    let start = doc.find(&format!("```toml\n{first}")).unwrap() + "```toml\n".len();
+    let len = doc[start..].find("\n```").unwrap();
+    doc[start..start + len + 1].to_string()
+}
+
+/// docs/formats.md's world and `[fuzz]` examples, copied as they are,
+/// pass `check`: a user who copied them was stopped at once (permissions
+/// naming no tool of the world, a `limit_arg` its params did not declare,
+/// a `partial` on a query, an injection at a vector the world lacks).
+#[test]
+fn the_formats_doc_s_world_and_fuzz_examples_pass_check() {
+    let dir = temp_dir();
+    let world = dir.path().join("worlds/incident/v4");
+    std::fs::create_dir_all(world.join("data")).unwrap();
+    std::fs::create_dir_all(world.join("files")).unwrap();
+    let ours = workspace_root().join("worlds/incident/v4/data/deploys.jsonl");
+    std::fs::copy(ours, world.join("data/deploys.jsonl")).unwrap();
+    std::fs::write(
+        world.join("world.toml"),
+        formats_block("name = \"incident\""),
+    )
+    .unwrap();
+    let checked = worldline_at(dir.path(), ["check", "worlds"], &[]);
+    checked.expect_code(0);
+
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    let case = format!(
+        "world = \"incident@v4\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = {{ alert = \"ALERT-7\" }}\n\n{}",
+        formats_block("[fuzz]")
+    );
+    std::fs::write(cases.join("fuzz.toml"), case).unwrap();
+    let worlds = workspace_root().join("worlds");
+    let checked = worldline_at(
+        dir.path(),
+        ["check", "cases", "--worlds", worlds.to_str().unwrap()],
+        &[],
+    );
+    checked.expect_code(0);
+}
