@@ -338,6 +338,23 @@ fn a_redacted_export_imports_labelled_and_replay_says_what_it_checks() {
         assert!(out.stderr.contains("--redact"), "{format}: {out}");
         assert!(!whole.exists(), "{format}: {out}");
     }
+    // `--unredacted` asks an export for nothing: said so with `--redacted`
+    // or without (alone it said "add --redacted", and with it that the
+    // store's redact.toml, there, was missing).
+    for with in [&[][..], &["--redacted"][..]] {
+        let whole = st.root.join("whole.unredacted");
+        let mut args = vec!["export", &st.run, "-o", s(&whole), "--unredacted"];
+        args.extend_from_slice(with);
+        let out = worldline(&st.store, &args);
+        out.expect_code(2);
+        assert!(out.stderr.starts_with("error: --unredacted: "), "{out}");
+        assert!(
+            out.stderr.contains("drop --unredacted") || out.stderr.contains("give one of them"),
+            "{out}"
+        );
+        assert!(!out.stderr.contains("redact.toml"), "{out}");
+        assert!(!whole.exists(), "{out}");
+    }
 
     let other = st.root.join("other");
     let imp = worldline(&other, ["import", s(&file), "--json"]);

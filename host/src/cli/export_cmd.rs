@@ -64,11 +64,22 @@ pub struct ImportArgs {
 }
 
 pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
+    // An export is the run whole unless --redacted: `--unredacted` asks for
+    // nothing more (alone it said "add --redacted", and with it, that the
+    // store's redact.toml was missing).
+    if args.redaction.unredacted {
+        let m = match args.redacted {
+            false => "an export writes the run whole unless --redacted is given: drop --unredacted",
+            true => {
+                "--redacted asks for a redacted copy and --unredacted for none: give one of them"
+            }
+        };
+        return Err(InputError::new("--unredacted", m).into());
+    }
     // A policy given to an export that redacts nothing: it was taken and
     // ignored, and the run's values written as they are.
     if !args.redacted
-        && let Some(flag) = (args.redaction.redact.as_ref().map(|_| "--redact"))
-            .or(args.redaction.unredacted.then_some("--unredacted"))
+        && let Some(flag) = args.redaction.redact.as_ref().map(|_| "--redact")
     {
         let m = match args.format {
             Format::Worldline => format!(
