@@ -80,8 +80,26 @@ pub fn merge(docs: Vec<(PathBuf, Value)>) -> Result<Merged, InputError> {
             ),
         ));
     }
-    check_partitions(&docs)?;
     let campaign = |d: &Value| d.get("groups").is_some();
+    // Campaigns' reports among suites' (or the other way): the fewer named,
+    // before their partitions are compared (a campaign's shard among three
+    // suite shards was said to repeat a suite's).
+    let campaigns = docs.iter().filter(|(_, d)| campaign(d)).count();
+    if campaigns > 0 && campaigns < docs.len() {
+        let (path, said) = match campaigns * 2 < docs.len() {
+            true => (
+                docs.iter().find(|(_, d)| campaign(d)),
+                "is a `fuzz --json` report (it has `groups`) among reports that are not: merge the shards of one suite, or of one campaign",
+            ),
+            false => (
+                docs.iter().find(|(_, d)| !campaign(d)),
+                "is not a `fuzz --json` report (it has no `groups`), and the reports before or after it are: merge the shards of one campaign",
+            ),
+        };
+        let (path, _) = path.expect("counted above");
+        return Err(InputError::new(path, said));
+    }
+    check_partitions(&docs)?;
     // A whole run's report among others is no shard of theirs.
     if docs.len() > 1
         && let Some((path, d)) = (docs.iter())
@@ -96,14 +114,6 @@ pub fn merge(docs: Vec<(PathBuf, Value)>) -> Result<Merged, InputError> {
             format!(
                 "is {whole}, not a shard's: merge only the --json reports of `{flag} --partition i/n`, each shard once"
             ),
-        ));
-    }
-    if docs.iter().any(|(_, d)| campaign(d))
-        && let Some((path, _)) = docs.iter().find(|(_, d)| !campaign(d))
-    {
-        return Err(InputError::new(
-            path,
-            "is not a `fuzz --json` report (it has no `groups`), and the reports before or after it are: merge the shards of one campaign",
         ));
     }
     if docs.iter().all(|(_, d)| campaign(d)) {
@@ -250,6 +260,20 @@ mod tests {
         let message = refused(vec![("x1.json", shard.clone()), ("x2.json", json!({}))]);
         assert!(
             message.starts_with("x2.json: is not a `fuzz --json` report"),
+            "{message}"
+        );
+        // A campaign's shard among suites' shards is named (it was said
+        // to repeat a suite shard's partition).
+        let suite = |i: u32| json!({"cases": [], "shard": {"partition": format!("hash:{i}/3")}});
+        let fuzz = json!({"groups": [], "partition": "hash:1/3"});
+        let message = refused(vec![
+            ("s1.json", suite(1)),
+            ("s2.json", suite(2)),
+            ("s3.json", suite(3)),
+            ("f1.json", fuzz),
+        ]);
+        assert!(
+            message.starts_with("f1.json: is a `fuzz --json` report (it has `groups`) among"),
             "{message}"
         );
         // A whole run's report among shards, or two of them, is named
