@@ -65,7 +65,8 @@ pub struct FuzzArgs {
     /// line (see docs/cli.md).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
-    /// Folder holding the worlds (default: the nearest `worlds/` above the case).
+    /// Folder holding the worlds (default: `worlds` in worldline.toml, else
+    /// the nearest `worlds/` above the case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
     /// Run one shard of the campaign's seeds (`count:i/n`, `hash:i/n` or

@@ -20,7 +20,8 @@ pub struct GradeCommand {
     /// file's `cases`, else ./cases, whose content is the recorded case's).
     #[arg(long)]
     pub case: Option<PathBuf>,
-    /// Folder holding the worlds (default: the nearest `worlds/` above the case).
+    /// Folder holding the worlds (default: `worlds` in worldline.toml, else
+    /// the nearest `worlds/` above the case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
     /// Ask the judge model again for `[[expect.judge]]` checks (without it,

@@ -54,6 +54,7 @@ pub struct HistoryArgs {
 
 #[derive(Args)]
 pub struct ShowArgs {
+    /// Run id (or a unique prefix), or a bundle path.
     pub run: String,
     /// The event to show (numbered from 0).
     #[arg(long)]
@@ -66,7 +67,10 @@ pub struct ShowArgs {
 
 #[derive(Args)]
 pub struct DiffArgs {
+    /// The first run: its id (or a unique prefix), or a bundle path.
     pub run_a: String,
+    /// The run compared with it (its parent or fork, another agent's run
+    /// of the same case...), named the same ways.
     pub run_b: String,
     /// Show the differing events whole (by default values are cut to fit
     /// the terminal's width).

@@ -33,7 +33,8 @@ pub struct McpArgs {
     /// client that died without its DELETE does not hold the run.
     #[arg(long, value_name = "SECONDS", requires = "http")]
     pub idle_timeout: Option<u64>,
-    /// Folder holding the worlds (default: the nearest `worlds/` above the case).
+    /// Folder holding the worlds (default: `worlds` in worldline.toml, else
+    /// the nearest `worlds/` above the case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
     /// Draw fuzz faults for the session's tool calls from this fault

@@ -388,7 +388,7 @@ enum Command {
     Mcp(mcp_cmd::McpArgs),
     /// Serve cases as OpenEnv environments over WebSocket: reset, step (a tool call), state; every episode a run.
     Serve(serve_cmd::ServeArgs),
-    /// Combine the --json reports of a partitioned `test` into one.
+    /// Combine the --json reports of a partitioned `test` or `fuzz` (or a suite's shards kept in a database store: --suite) into one.
     Merge(merge_cmd::MergeArgs),
     /// Replay every run in the store (or those named); report the drift rate.
     Verify(replay_cmd::VerifyArgs),

@@ -21,7 +21,8 @@ pub struct RunCommand {
     /// case's `exec`, else `agent` or `exec` in worldline.toml).
     #[arg(long)]
     pub agent: Option<PathBuf>,
-    /// Folder holding the worlds (default: the nearest `worlds/` above the case).
+    /// Folder holding the worlds (default: `worlds` in worldline.toml, else
+    /// the nearest `worlds/` above the case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
     #[command(flatten)]

@@ -64,7 +64,8 @@ pub struct ServeArgs {
     /// its pings not counted (its episode is ended and graded).
     #[arg(long, default_value_t = 600, value_name = "SECONDS")]
     pub idle_timeout: u64,
-    /// Folder holding the worlds (default: the nearest `worlds/` above each case).
+    /// Folder holding the worlds (default: `worlds` in worldline.toml, else
+    /// the nearest `worlds/` above each case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
     #[command(flatten)]

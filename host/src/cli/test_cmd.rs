@@ -41,7 +41,8 @@ pub struct TestArgs {
     /// `agent` or `exec` in worldline.toml); `--list` needs none.
     #[arg(long)]
     pub agent: Option<PathBuf>,
-    /// Folder holding the worlds (default: the nearest `worlds/` above each case).
+    /// Folder holding the worlds (default: `worlds` in worldline.toml, else
+    /// the nearest `worlds/` above each case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
     /// Write a JUnit XML report here.

@@ -20,7 +20,8 @@ pub struct ValidateArgs {
     /// Case files, or folders searched for `*.toml` cases (default: `cases`
     /// in worldline.toml).
     pub cases: Vec<PathBuf>,
-    /// Folder holding the worlds (default: the nearest `worlds/` above each case).
+    /// Folder holding the worlds (default: `worlds` in worldline.toml, else
+    /// the nearest `worlds/` above each case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
     /// Cases validated at once (default: the number of cores).
