@@ -769,3 +769,17 @@ fn a_suite_s_resume_names_each_run_s_own_case_when_two_cases_are_alike() {
         assert_eq!(entry["case"], name.as_str(), "{out}");
     }
 }
+
+/// `test --resume` refuses what it would ignore: `--fail-fast` (every
+/// incomplete run is resumed) and `--model-seed` (a resumed run goes on
+/// with the seed it recorded); both were taken and ignored, unsaid.
+#[test]
+fn test_resume_refuses_the_flags_it_would_ignore() {
+    let dir = temp_dir();
+    for flag in [&["--fail-fast"][..], &["--model-seed", "3"][..]] {
+        let args = [&["test", "--resume"][..], flag].concat();
+        let out = common::worldline_at(dir.path(), &args, &[]);
+        out.expect_code(2);
+        assert!(out.stderr.contains("cannot be used with"), "{out}");
+    }
+}

@@ -87,7 +87,9 @@ pub struct TestArgs {
     pub list: bool,
     /// Resume every incomplete run (killed: no footer) in the store of the
     /// selected cases, as `worldline resume` does, instead of running them.
-    #[arg(long, conflicts_with_all = ["list", "repeat", "group", "rerun_failed", "junit", "events"])]
+    /// `--fail-fast` and `--model-seed` are refused with it: a resumed run
+    /// goes on with its recorded seed, and every one is resumed.
+    #[arg(long, conflicts_with_all = ["list", "repeat", "group", "rerun_failed", "junit", "events", "fail_fast", "model_seed"])]
     pub resume: bool,
     /// Run each case this many times, each with its own model seed; report
     /// each case's pass rate and the suite's pass^k.
