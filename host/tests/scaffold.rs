@@ -967,6 +967,16 @@ fn what_the_project_file_gives_is_blamed_on_it() {
         )),
         "{out}"
     );
+    // `check` passes (another machine may set it), noting it at its line:
+    // it said nothing.
+    let checked = worldline_at(p, ["check"], &[]);
+    checked.expect_code(0);
+    assert!(
+        checked.stdout.contains(
+            "note: ./worldline.toml:9:15: [model] api_key_env names `NOPE_KEY_XYZ`, which is not set here"
+        ),
+        "{checked}"
+    );
 
     std::fs::write(
         &file,

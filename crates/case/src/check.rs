@@ -244,6 +244,7 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
                 for e in project_recordings(&project) {
                     out.problem(e);
                 }
+                out.notes.extend(project_unset_keys(&project));
                 // An agent not built yet, as a service not built yet: a
                 // note (`test` stops on it).
                 if let Some(agent) = project.agent.as_ref().filter(|a| !a.exists()) {
@@ -361,6 +362,7 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
             unreadable_recordings(&case)
                 .into_iter()
                 .for_each(|e| out.problem(e));
+            out.notes.extend(unset_keys(&case));
         }
     }
     // The world's notes once, however many of its cases are checked.
@@ -392,6 +394,54 @@ fn project_recordings(project: &crate::project::Project) -> Vec<InputError> {
                 message: why.replacen("[model]", &format!("[{table}]"), 1),
                 store: false,
             })
+        })
+        .collect()
+}
+
+/// The note of an `api_key_env` this environment does not set: `run`
+/// and `test` stop on it (`check` said nothing), though another
+/// machine's environment may set it.
+fn unset_key_note(at: String, table: &str, var: &str) -> String {
+    format!(
+        "{at}: [{table}] api_key_env names `{var}`, which is not set here; `run` and `test` stop on it until it is exported"
+    )
+}
+
+/// The project file's `[model]` and `[user_model]` keys not set here.
+fn project_unset_keys(project: &crate::project::Project) -> Vec<String> {
+    let tables = [
+        ("model", &project.model),
+        ("user_model", &project.user_model),
+    ];
+    (tables.into_iter())
+        .filter_map(|(table, keys)| {
+            let model = case::model::ModelConfig::default()
+                .with_overrides(keys)
+                .ok()?;
+            let var = model.missing_key()?;
+            let written =
+                (project.settings.iter()).find(|s| s.table == table && s.key == "api_key_env");
+            let at = match written {
+                Some(w) => format!(
+                    "{}:{}:{}",
+                    project.file.display(),
+                    w.value_at.0,
+                    w.value_at.1
+                ),
+                None => project.file.display().to_string(),
+            };
+            Some(unset_key_note(at, table, var))
+        })
+        .collect()
+}
+
+/// A case's providers' (`[model]`, `[user.model]`, `[expect.judge_model]`)
+/// keys not set here.
+fn unset_keys(case: &case::Case) -> Vec<String> {
+    (case.models().into_iter())
+        .filter_map(|(table, m)| {
+            let var = m?.missing_key()?;
+            Some(unset_key_note(case.path.display().to_string(), table, var))
         })
         .collect()
 }
