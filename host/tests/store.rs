@@ -479,6 +479,44 @@ fn a_store_s_check_holds_no_report_of_a_run_once_written() {
     }
 }
 
+/// A `pin` beside a gc pass that removes its run says it pinned nothing:
+/// it said "pinned" (exit 0) of a run the pass removed, its pin file left
+/// naming no run. Here the test is the pass: it holds the store's gate as
+/// a pass does, the pin waits for it, and the run is removed meanwhile.
+#[test]
+fn a_pin_beside_a_gc_pass_that_removes_its_run_pins_nothing() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let good = write_case(dir.path(), "good", GOOD);
+    let first = run(&store, &good);
+    let id = id_of(&first);
+    let gate = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(store.join("gc.lock"))
+        .unwrap();
+    gate.lock().unwrap();
+    let pin = common::cli()
+        .args(["pin", id.as_str(), "--store"])
+        .arg(&store)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::remove_file(first["bundle"].as_str().unwrap()).unwrap();
+    gate.unlock().unwrap();
+    let out = common::CliOutput::of(pin.wait_with_output().unwrap());
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("was removed by a `worldline gc` pass"),
+        "{out}"
+    );
+    assert!(!store.join("pins").join(&id).exists(), "{out}");
+}
+
 fn gc(store: &Path, flags: &[&str]) -> Value {
     let mut args = vec!["gc", "--json"];
     args.extend_from_slice(flags);

@@ -34,6 +34,19 @@ pub fn pin(store: &StoreDir, run_id: &str, note: Option<&str>) -> Result<()> {
     if let Some(db) = store.database() {
         return Ok(db.pin(run_id, note).map_err(crate::store::db_error)?);
     }
+    // Held first, as a reader holds a run: a gc pass under way (which
+    // read the pins before this one was written) has ended when the hold
+    // is taken, and none that begins after it removes the run while the
+    // pin is written. The run is then there, or that pass removed it: a
+    // pin said "pinned" of a run the pass beside it removed.
+    store.hold(&[run_id]).map_err(anyhow::Error::from)?;
+    if store.bundle_path(run_id).symlink_metadata().is_err() {
+        return Err(worldline_case::error::InputError::new(
+            run_id,
+            "was removed by a `worldline gc` pass as it was being pinned: nothing is pinned",
+        )
+        .into());
+    }
     let d = dir(store);
     std::fs::create_dir_all(&d).map_err(|e| store.write_error(&d, e))?;
     let path = d.join(run_id);
