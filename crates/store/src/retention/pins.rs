@@ -31,7 +31,21 @@ fn plain(run_id: &str) -> Result<()> {
 /// note.
 pub fn pin(store: &StoreDir, run_id: &str, note: Option<&str>) -> Result<()> {
     plain(run_id)?;
+    let removed = || {
+        worldline_case::error::InputError::new(
+            run_id,
+            "was removed by a `worldline gc` pass as it was being pinned: nothing is pinned",
+        )
+    };
     if let Some(db) = store.database() {
+        // Held first, under the database's gc gate, as below.
+        if !db
+            .hold(&[run_id])
+            .map_err(crate::store::db_error)?
+            .is_empty()
+        {
+            return Err(removed().into());
+        }
         return Ok(db.pin(run_id, note).map_err(crate::store::db_error)?);
     }
     // Held first, as a reader holds a run: a gc pass under way (which
@@ -41,11 +55,7 @@ pub fn pin(store: &StoreDir, run_id: &str, note: Option<&str>) -> Result<()> {
     // pin said "pinned" of a run the pass beside it removed.
     store.hold(&[run_id]).map_err(anyhow::Error::from)?;
     if store.bundle_path(run_id).symlink_metadata().is_err() {
-        return Err(worldline_case::error::InputError::new(
-            run_id,
-            "was removed by a `worldline gc` pass as it was being pinned: nothing is pinned",
-        )
-        .into());
+        return Err(removed().into());
     }
     let d = dir(store);
     std::fs::create_dir_all(&d).map_err(|e| store.write_error(&d, e))?;
