@@ -1144,6 +1144,46 @@ mod cache_imports_and_disks {
         verify.expect_code(0);
     }
 
+    /// `fuzz` on a full disk reports the runs it made, then the store's
+    /// error naming the file, exit 2, its worker's error too (a worker
+    /// that could not keep the agent ended unsaid, exit 4, "a fuzz worker
+    /// ended before its runs were done"), and so does a report the store
+    /// cannot keep (a bare "No space left on device", exit 4).
+    #[test]
+    fn fuzz_on_a_full_disk_reports_the_runs_it_made() {
+        let store = temp_dir();
+        let case = workspace_root().join("cases/incident/fuzz-stale-deploys.toml");
+        let (agent, worlds) = (guest("naive-agent"), workspace_root().join("worlds"));
+        let args = |runs: &'static str| {
+            vec![
+                os("fuzz"),
+                case.as_os_str(),
+                os("--agent"),
+                agent.as_os_str(),
+                os("--worlds"),
+                worlds.as_os_str(),
+                os("--runs"),
+                os(runs),
+                os("--jobs"),
+                os("2"),
+                os("--json"),
+            ]
+        };
+        // Agent, case, world and compiled code in place; then the disk fills.
+        let first = worldline(store.path(), args("2"));
+        assert!([0, 1].contains(&first.code), "{first}");
+        for limit in [1_500, 6_000] {
+            let full = with_file_limit(limit, store.path(), &args("20"));
+            full.expect_code(2);
+            let doc = full.json();
+            assert!(doc["summary"]["runs"].is_u64(), "{full}");
+            assert_eq!(doc["store_failed"], true, "{full}");
+            assert_eq!(doc["error"]["kind"], "input", "{full}");
+            let file = doc["error"]["file"].as_str().unwrap_or_default();
+            assert!(Path::new(file).starts_with(store.path()), "{full}");
+        }
+    }
+
     #[test]
     fn verify_reads_a_store_whose_worlds_folder_cannot_be_written() {
         let store = temp_dir();

@@ -31,11 +31,13 @@ pub fn save(store: &StoreDir, report: &Value) -> Result<String> {
         store.put_campaign(&id, report)?;
         return Ok(id);
     }
-    std::fs::create_dir_all(dir(store))?;
-    worldline_case::durable::write(
-        &dir(store).join(format!("{id}.json")),
-        serde_json::to_string_pretty(report)?.as_bytes(),
-    )?;
+    let d = dir(store);
+    std::fs::create_dir_all(&d).map_err(|e| store.write_error(&d, e))?;
+    let path = d.join(format!("{id}.json"));
+    // A full disk names the file and the store (it was a bare "No space
+    // left on device", exit 4).
+    worldline_case::durable::write(&path, serde_json::to_string_pretty(report)?.as_bytes())
+        .map_err(|e| store.write_error(&path, e))?;
     Ok(id)
 }
 

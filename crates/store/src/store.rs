@@ -937,6 +937,19 @@ impl StoreDir {
         ))
     }
 
+    /// Whether `err` is this store failing: a database store's server
+    /// away or refusing ([`InputError::store`]), or a path inside the
+    /// store that could not be written or read (a full disk: [`Self::write_error`]).
+    /// A campaign stops on it and reports the runs it made.
+    ///
+    /// [`InputError::store`]: worldline_case::error::InputError::store
+    pub fn failed(&self, err: &anyhow::Error) -> bool {
+        let root = std::path::absolute(&self.root).unwrap_or_else(|_| self.root.clone());
+        worldline_case::error::input_of(err).is_some_and(|e| {
+            e.store || std::path::absolute(&e.file).is_ok_and(|f| f.starts_with(&root))
+        })
+    }
+
     /// A failed write into the store: names the store and the cause (a
     /// full disk, a read-only folder), so it is never mistaken for a
     /// graded failure.

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use worldline_case::case;
 use worldline_case::case::fuzz::{self, FaultSource};
-use worldline_case::error::{InputError, is_store};
+use worldline_case::error::InputError;
 use worldline_engine::fuzz::campaign::{Campaign, CampaignEvent};
 use worldline_engine::fuzz::trial::Trial;
 use worldline_engine::lanes::worker::Worker;
@@ -95,6 +95,17 @@ pub struct FuzzArgs {
 }
 
 pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
+    let worker = args.fuzz_worker.is_some();
+    let ran = campaign(args);
+    // A worker's own error (its setup: the store full as it kept the
+    // agent) told to the campaign, which stops on it as on its own.
+    if worker && let Err(e) = &ran {
+        let _ = worldline_engine::lanes::worker::refuse(std::io::stdout(), e);
+    }
+    ran
+}
+
+fn campaign(args: FuzzArgs) -> Result<ExitCode> {
     if args.fuzz_worker.is_some() {
         // First, so that a Ctrl-C as it starts does not end it.
         worldline_engine::native::noted_in_a_worker();
@@ -346,7 +357,7 @@ fn render(
         Some(_) => None,
         None => match worldline_store::campaigns::save(store, &value) {
             Ok(campaign) => Some(campaign),
-            Err(e) if is_store(&e) => {
+            Err(e) if store.failed(&e) => {
                 stopped = Some(e);
                 None
             }

@@ -134,6 +134,17 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
 }
 
 pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
+    let worker = args.verify_worker.is_some();
+    let ran = verified(args);
+    // A worker's own error told to the `verify` that started it, as a
+    // fuzz worker's is.
+    if worker && let Err(e) = &ran {
+        let _ = worldline_engine::lanes::worker::refuse(std::io::stdout(), e);
+    }
+    ran
+}
+
+fn verified(args: VerifyArgs) -> Result<ExitCode> {
     if args.verify_worker.is_some() {
         // First, so that a Ctrl-C as it starts does not end it.
         worldline_engine::native::noted_in_a_worker();

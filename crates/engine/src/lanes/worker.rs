@@ -80,7 +80,9 @@ impl<T: Answer> Reply<T> {
             Reply::Error { message, .. } => Err(anyhow!(message)),
         }
     }
+}
 
+impl<T> Reply<T> {
     fn of(err: &anyhow::Error) -> Reply<T> {
         let input = err
             .chain()
@@ -96,6 +98,18 @@ impl<T: Answer> Reply<T> {
             input,
         }
     }
+}
+
+/// Tell the process that started this worker why it cannot serve (its
+/// setup failed: the store full as it kept the agent, a file changed):
+/// `err` as the line that process reads for its first items, so that it
+/// ends as it would have met the error itself. It said "a worker ended
+/// before its runs were done", exit 4, and a campaign lost its report.
+pub fn refuse(mut output: impl Write, err: &anyhow::Error) -> Result<()> {
+    let mut line = serde_json::to_vec(&Reply::<()>::of(err))?;
+    line.push(b'\n');
+    output.write_all(&line)?;
+    Ok(output.flush()?)
 }
 
 /// One line of at most `WORKER_LINE` bytes, without its newline; `None`
@@ -456,6 +470,24 @@ mod tests {
         assert!(is_input(&err));
         assert_eq!(err.to_string(), "case.toml:3:1: no such tool");
         assert!(answers.next().is_none(), "nothing after the error");
+    }
+
+    /// A worker whose setup failed (before it read a line) answers with
+    /// the error, as the process that started it would have met it: that
+    /// process read no line and said the worker "ended before its runs
+    /// were done", an internal error.
+    #[test]
+    fn a_worker_that_cannot_start_answers_its_error() {
+        let mut out = Vec::new();
+        let full = InputError::new("store/leases", "cannot write into the store store");
+        refuse(&mut out, &full.into()).unwrap();
+        let mut answers = replies(&out).into_iter().map(Reply::into_answer);
+        let err = answers.next().unwrap().unwrap_err();
+        assert!(is_input(&err));
+        assert_eq!(
+            err.to_string(),
+            "store/leases: cannot write into the store store"
+        );
     }
 
     #[test]

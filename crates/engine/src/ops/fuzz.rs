@@ -12,7 +12,6 @@ use crate::lanes::worker::Worker;
 use anyhow::Result;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use worldline_case::error::is_store;
 use worldline_store::store::StoreDir;
 
 /// A campaign that ran.
@@ -26,7 +25,7 @@ pub struct Fuzzed {
     /// Real time the runs took (not the reproducers), for the report.
     pub elapsed: Duration,
     /// The store's error that stopped the campaign (a database store's
-    /// server gone, [`is_store`]): as a signal does, no run starts after
+    /// server gone, a full disk: [`StoreDir::failed`]): as a signal does, no run starts after
     /// it, nor is a reproducer kept; the runs made are reported with it.
     pub stopped: Option<anyhow::Error>,
 }
@@ -52,7 +51,7 @@ pub fn fuzz(
     let (tally, ran) = campaign.run(workers()?, &|e| error.keep(sink(&e, started.elapsed())));
     let mut stopped = match ran {
         Ok(()) => None,
-        Err(e) if is_store(&e) => Some(e),
+        Err(e) if store.failed(&e) => Some(e),
         Err(e) => return Err(e),
     };
     error.into_result(sink_file)?;
@@ -82,7 +81,7 @@ pub fn fuzz(
         match reproducers.keep(group.clone(), trial) {
             Ok(k) => kept.push(k),
             Err(_) if interrupted => {}
-            Err(e) if is_store(&e) => {
+            Err(e) if store.failed(&e) => {
                 stopped = Some(e);
                 unkept.push(group);
             }
