@@ -206,8 +206,10 @@ fn an_import_into_a_store_it_cannot_write_stops_naming_the_store() {
     let (dir, from, _, _) = exported_run();
     let into = dir.path().join("into");
     std::fs::create_dir_all(&into).unwrap();
-    // Where its leases go is a file: no write of the import's can start.
-    std::fs::write(into.join("leases"), "").unwrap();
+    // Where its leases go is a folder not even root can make files in:
+    // no write of the import's can start. (A file there is refused as
+    // the store opens.)
+    std::os::unix::fs::symlink("/proc/self/fdinfo", into.join("leases")).unwrap();
     let out = worldline(&into, ["import", s(&from)]);
     out.expect_code(2);
     assert!(
@@ -1195,6 +1197,36 @@ mod cache_imports_and_disks {
         let verify = worldline(store.path(), [os("verify"), os("--json")]);
         verify.expect_code(0);
         assert_eq!(verify.json()["identical"], 1, "{verify}");
+    }
+
+    /// One of the store's own folders made a file (or its `gc.lock` a
+    /// folder) is named as the store opens, exit 2: `runs`, `gc` and
+    /// `fuzz` met it as a bare "Not a directory" or "File exists", exit 4.
+    #[test]
+    fn a_part_of_the_store_of_the_wrong_type_is_named() {
+        let store = temp_dir();
+        run_json(store.path(), &case("hostile-ok"), &hostile()).expect_code(0);
+        for (part, folder) in [("pins", false), ("worlds", false), ("gc.lock", true)] {
+            let path = store.path().join(part);
+            let _ = std::fs::remove_dir_all(&path);
+            let _ = std::fs::remove_file(&path);
+            match folder {
+                true => std::fs::create_dir(&path).unwrap(),
+                false => std::fs::write(&path, b"x").unwrap(),
+            }
+            for command in ["runs", "gc"] {
+                let out = worldline(store.path(), [os(command), os("--json")]);
+                out.expect_code(2);
+                assert_eq!(
+                    out.json()["error"]["file"],
+                    path.display().to_string(),
+                    "{out}"
+                );
+            }
+            let _ = std::fs::remove_dir_all(&path);
+            let _ = std::fs::remove_file(&path);
+        }
+        worldline(store.path(), [os("gc")]).expect_code(0);
     }
 
     #[test]

@@ -305,6 +305,7 @@ impl StoreDir {
                 }
             }
         }
+        misplaced(root)?;
         Ok(StoreDir {
             root: root.to_path_buf(),
             leases: crate::store::lease::Leases::new(root),
@@ -1158,6 +1159,46 @@ const OUT_OF_FILES: &str = "the limit of open files was reached (this process's,
 /// system's (`ENFILE`) limit of open files.
 fn is_out_of_files(code: i32) -> bool {
     code == libc::EMFILE || code == libc::ENFILE
+}
+
+/// The store's own folders and lock file, made as they are first needed:
+/// one of them of the wrong type (`pins` a file, `gc.lock` a folder) is
+/// named as the store opens. `runs`, `gc` and `fuzz` each met it later
+/// as a bare "Not a directory", exit 4.
+fn misplaced(root: &Path) -> Result<(), worldline_case::error::InputError> {
+    let parts = [
+        ("pins", true),
+        ("leases", true),
+        ("worlds", true),
+        ("campaigns", true),
+        ("grades", true),
+        ("gc.lock", false),
+    ];
+    for (part, folder) in parts {
+        let path = root.join(part);
+        let Ok(mut meta) = path.symlink_metadata() else {
+            continue;
+        };
+        if meta.is_symlink() {
+            // A link to nothing is left to the code that makes the part.
+            let Ok(to) = path.metadata() else { continue };
+            meta = to;
+        }
+        if meta.is_dir() != folder {
+            let (is, kept) = match folder {
+                true => ("not a folder", "a folder"),
+                false => ("a folder", "a file"),
+            };
+            return Err(worldline_case::error::InputError::new(
+                &path,
+                format!(
+                    "is {is}, where the store {} keeps {kept} of its own: move it out of the store (it is made again), or pass --store with another store",
+                    root.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Whether an error of `kind` is a write refused for want of rights or on
