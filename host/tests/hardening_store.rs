@@ -1229,6 +1229,27 @@ mod cache_imports_and_disks {
         worldline(store.path(), [os("gc")]).expect_code(0);
     }
 
+    /// A store named through links that loop is said to be so: it was "a
+    /// link to nothing" to a recording command, and to `runs` or `verify`
+    /// a path that "does not exist".
+    #[test]
+    fn a_store_through_links_that_loop_is_said_to_be() {
+        let dir = temp_dir();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::os::unix::fs::symlink(&b, &a).unwrap();
+        std::os::unix::fs::symlink(&a, &b).unwrap();
+        for store in [a.clone(), a.join("store")] {
+            for command in ["runs", "gc"] {
+                let out = worldline(&store, [os(command)]);
+                out.expect_code(2);
+                assert!(out.stderr.contains("lead back to themselves"), "{out}");
+            }
+            let run = run_json(&store, &case("hostile-ok"), &hostile());
+            run.expect_code(2);
+            assert!(run.stderr.contains("lead back to themselves"), "{run}");
+        }
+    }
+
     #[test]
     fn a_store_path_that_is_a_file_is_an_input_error() {
         let dir = temp_dir();

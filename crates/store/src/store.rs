@@ -222,6 +222,7 @@ impl StoreDir {
         // Links followed: a link to a folder without `runs/` is no store
         // either (it made an empty store there and verified it).
         let what = match (root.symlink_metadata(), root.metadata()) {
+            (Err(e), _) | (Ok(_), Err(e)) if looped(&e) => Some(LOOPED),
             (Err(_), _) => Some("does not exist: no store is there"),
             (Ok(_), Err(_)) => Some("is a link to nothing: no store is there"),
             (_, Ok(m)) if m.is_dir() && !root.join("runs").is_dir() => {
@@ -267,6 +268,13 @@ impl StoreDir {
     fn open_folder(root: &Path) -> Result<Self> {
         worldline_case::output::check_store_root(root)?;
         match (root.symlink_metadata(), root.metadata()) {
+            (Err(e), _) | (Ok(_), Err(e)) if looped(&e) => {
+                return Err(worldline_case::error::InputError::new(
+                    root,
+                    format!("{LOOPED}; pass --store with a folder"),
+                )
+                .into());
+            }
             (Err(_), _) => made::noted(root),
             (Ok(_), Err(_)) => {
                 return Err(worldline_case::error::InputError::new(
@@ -1159,6 +1167,15 @@ const OUT_OF_FILES: &str = "the limit of open files was reached (this process's,
 /// system's (`ENFILE`) limit of open files.
 fn is_out_of_files(code: i32) -> bool {
     code == libc::EMFILE || code == libc::ENFILE
+}
+
+/// A path through links that lead back to themselves.
+const LOOPED: &str = "is reached through symbolic links that lead back to themselves (too many levels of links): no store is there";
+
+/// Whether `e` is a path whose links loop (`ELOOP`): it was said to be a
+/// link to nothing, or not to exist.
+fn looped(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP)
 }
 
 /// The store's own folders and lock file, made as they are first needed:
