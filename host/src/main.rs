@@ -37,6 +37,13 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // A write past a file-size limit (`ulimit -f`) fails with "File too
+    // large" and is said, naming the file, as a full disk's is: the
+    // default action ended worldline without a word (exit 153).
+    // SAFETY: setting a signal's action before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     let code = worldline::cli::main();
     // End as `std::process::exit` would (flush what std buffers, then
     // exit), less the destructors the C runtime runs at `exit`: the only

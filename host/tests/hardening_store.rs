@@ -1102,14 +1102,15 @@ mod cache_imports_and_disks {
     }
 
     /// Run worldline with files limited to `max_bytes` (as on a full disk:
-    /// writes past it fail with "File too large" instead of killing it).
+    /// writes past it fail with "File too large"; worldline ignores the
+    /// SIGXFSZ that would end it, as a shell's `ulimit -f` leaves it).
     fn with_file_limit(max_bytes: u64, store: &Path, args: &[&OsStr]) -> CliOutput {
         let mut cmd = crate::common::cli();
         cmd.args(args).arg("--store").arg(store);
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
-                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
                 let limit = libc::rlimit {
                     rlim_cur: max_bytes,
                     rlim_max: max_bytes,

@@ -285,7 +285,13 @@ pub fn close_writers() {
     drop(closing);
 }
 
+/// Said once a process: a full disk failed every batch's rows after the
+/// first alike, and a suite said the same line a dozen times.
 fn warn_unsaved(runs: &str, e: &anyhow::Error) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     ::log::warn!(
         "the run index was not updated for {runs} ({e:#}); the next `worldline runs` repairs it"
     );
