@@ -490,13 +490,22 @@ fn same_shape(old: &Value, new: &Value, at: &str) -> Result<(), String> {
             }
             Ok(())
         }
-        (Value::Array(a), Value::Array(b)) => match (a.first(), b.first()) {
-            (Some(x), Some(_)) => b
-                .iter()
-                .enumerate()
-                .try_for_each(|(i, y)| same_shape(x, y, &format!("{at}[{i}]"))),
-            _ => Ok(()),
-        },
+        // Each element has the shape of one the recorded array holds, the
+        // one at its place first: a list whose elements differ (a tool
+        // list, each tool's `required` or not) was held to its first
+        // element's, and its own recorded answer refused.
+        (Value::Array(a), Value::Array(b)) if !a.is_empty() => {
+            b.iter().enumerate().try_for_each(|(i, y)| {
+                let at = format!("{at}[{i}]");
+                let own = a.get(i).unwrap_or(&a[a.len() - 1]);
+                match same_shape(own, y, &at) {
+                    Ok(()) => Ok(()),
+                    Err(_) if a.iter().any(|x| same_shape(x, y, &at).is_ok()) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            })
+        }
+        (Value::Array(_), Value::Array(_)) => Ok(()),
         // A whole number where one is recorded (a clock's nanoseconds are
         // a u64: -5 and 1.5 were recorded as its answer).
         (Value::Number(a), Value::Number(b)) if a.is_u64() && !b.is_u64() => Err(format!(
@@ -739,6 +748,23 @@ mod tests {
         assert!(e.contains(".seconds is a string"), "{e}");
         assert!(fits("x", &json!([[1]]), &json!([[2], [3]])).is_ok());
         assert!(fits("x", &json!([[1]]), &json!([[2], ["a"]])).is_err());
+    }
+
+    /// A list whose elements differ (a tool list, `required` on one tool
+    /// and not another) fits as recorded, less one, or reordered: each
+    /// element was held to the first's keys, and the recorded answer
+    /// itself was refused. An element of no recorded shape still is.
+    #[test]
+    fn a_list_of_unlike_elements_keeps_each_element_s_shape() {
+        let call = "x";
+        let one = json!({"name": "a", "params": {"type": "object", "required": ["id"]}});
+        let two = json!({"name": "b", "params": {"type": "object"}});
+        let recorded = json!([one, two]);
+        assert!(fits(call, &recorded, &recorded).is_ok());
+        assert!(fits(call, &recorded, &json!([two])).is_ok());
+        assert!(fits(call, &recorded, &json!([two, one])).is_ok());
+        let e = fits(call, &recorded, &json!([{"name": "c"}])).unwrap_err();
+        assert!(e.contains("[0] has keys"), "{e}");
     }
 
     #[test]
