@@ -2476,6 +2476,14 @@ fn a_refused_run_or_test_leaves_no_store_behind() {
     let past = worldline(&store, ["show", &id, "--at", "99", "--json"]);
     past.expect_code(2);
     assert_eq!(past.json()["error"]["file"], "--at", "{past}");
+    // So is a negative one: it was an unknown flag `-1`, with a tip to
+    // write `-- -1` that failed the same way, and `--json` named `-1`.
+    for command in ["show", "fork"] {
+        let negative = worldline(&store, [command, &id, "--at", "-1", "--json"]);
+        negative.expect_code(2);
+        assert_eq!(negative.json()["error"]["file"], "--at", "{negative}");
+        assert!(negative.stderr.contains("numbered from 0"), "{negative}");
+    }
 }
 
 /// A bundle that is a link round in a loop, or to nothing, is a broken

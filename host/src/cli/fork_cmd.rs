@@ -24,7 +24,7 @@ pub struct ForkCommand {
     /// Run id (or a unique prefix) in the store, or a bundle path.
     pub run: String,
     /// The event to fork at: earlier events replay from the log.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = super::event_arg)]
     pub at: u64,
     /// Replace event N's response with this JSON (for tool calls, the
     /// result; or `{"error": {"kind", "message"}}`).

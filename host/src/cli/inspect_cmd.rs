@@ -57,7 +57,7 @@ pub struct ShowArgs {
     /// Run id (or a unique prefix), or a bundle path.
     pub run: String,
     /// The event to show (numbered from 0).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = super::event_arg)]
     pub at: u64,
     #[command(flatten)]
     pub redaction: RedactArgs,

@@ -311,6 +311,15 @@ pub fn jobs_arg(text: &str) -> Result<usize, String> {
     }
 }
 
+/// `--at N`: an event's number, from 0. A negative one is taken as the
+/// flag's value and refused naming it (it was read as an unknown flag,
+/// with a tip to write `-- -1`, which failed the same way).
+pub fn event_arg(text: &str) -> Result<u64, String> {
+    text.parse::<u64>().map_err(|_| {
+        format!("`{text}` is not an event's number: events are numbered from 0 (`history RUN` lists them)")
+    })
+}
+
 /// The most runs one command makes ([`worldline_case::bounded::RUNS`]).
 pub const MAX_RUNS: u64 = worldline_case::bounded::RUNS;
 
