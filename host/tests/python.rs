@@ -12,7 +12,7 @@ use common::{
 };
 use serde_json::Value;
 use std::ffi::OsStr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 const TOOL_CALL: &str = "worldline:agent/tools.call";
@@ -212,6 +212,49 @@ fn two_runs_are_byte_identical_though_the_agent_reads_time_random_uuid_and_a_set
     let other = output(&other);
     assert_ne!(other["random"], out["random"], "the seed drives random()");
     assert_ne!(other["uuid"], out["uuid"], "the seed drives uuid4()");
+}
+
+/// A fork's `--respond` at a random draw takes its draw from the stream
+/// as in the parent (rules 12): the draws after it get the bytes they got
+/// there. It took none, and each later draw got the bytes of the draw
+/// before it (the parent's draw N came back at N + 1).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
+fn a_random_draw_a_fork_answers_takes_its_draw() {
+    let store = shared_store();
+    let parent = run_json(store, &case("python-probe"), &probe());
+    parent.expect_code(0);
+    let events = read_bundle(&parent.bundle()).events;
+    let draws: Vec<&Value> = (events.iter())
+        .filter(|e| e["call"] == "wasi:random/random.get-random-bytes")
+        .collect();
+    assert!(draws.len() >= 2, "{parent}");
+    let at = draws[0]["seq"].as_u64().unwrap();
+    let zeros = "0".repeat(draws[0]["response"].as_str().unwrap().len());
+    let id = parent.json()["run_id"].as_str().unwrap().to_string();
+    let at_text = at.to_string();
+    let respond = serde_json::to_string(&zeros).unwrap();
+    let fork = wl(
+        store,
+        &[
+            &"fork",
+            &id,
+            &"--at",
+            &at_text,
+            &"--respond",
+            &respond,
+            &"--json",
+        ],
+    );
+    let forked = read_bundle(Path::new(fork.json()["bundle"].as_str().unwrap())).events;
+    let fork_draws: Vec<&Value> = (forked.iter())
+        .filter(|e| e["call"] == "wasi:random/random.get-random-bytes")
+        .collect();
+    assert_eq!(fork_draws[0]["response"], zeros.as_str(), "{fork}");
+    assert_eq!(fork_draws[1]["response"], draws[1]["response"], "{fork}");
 }
 
 #[test]

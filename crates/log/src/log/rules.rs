@@ -6,7 +6,7 @@
 //! recorded before there were rules: 0.
 
 /// The rules a new run runs under.
-pub const CURRENT: u32 = 11;
+pub const CURRENT: u32 = 12;
 
 /// From 1: a route's path and query text is typed by every type its
 /// parameter's schema accepts (`type = ["integer", "null"]`, an
@@ -278,6 +278,12 @@ pub const RENDERED_AS_CHANGES: u32 = 11;
 /// the second) and read such an integer as the nearest float (the id
 /// `12345678901234567890123` came back `1.2345678901234568e+22`).
 pub const MCP_JSON_READ_EXACTLY: u32 = 11;
+
+/// From 12: a random draw (`wasi:random`) a fork's `--respond` answers
+/// takes its draw from its stream as in the parent, so the draws after
+/// it get the bytes they got there; under 11 it took none, and every
+/// later draw of that stream got the one meant for the draw before it.
+pub const FORK_ANSWER_TAKES_ITS_DRAW: u32 = 12;
 
 /// The rules of a header's `rules` (`None`: 0), or [`Later`] when a later
 /// worldline recorded them: what it changed is not known here.

@@ -636,7 +636,11 @@ impl Mediator {
                 // the faults as it did there (decision 0422); nothing it
                 // would have written is made.
                 let kind = Kind::of(call);
-                if counted && kind == Some(Kind::ToolsCall) {
+                // So does a random draw: its bytes are drawn and dropped,
+                // so the draws after it get theirs (rules 12).
+                let draw = call.starts_with("wasi:random/")
+                    && self.rules() >= rules::FORK_ANSWER_TAKES_ITS_DRAW;
+                if counted && (kind == Some(Kind::ToolsCall) || draw) {
                     drop(serve(&mut self.services, &request));
                 }
                 // A model call it answers takes its turn as in the parent
@@ -648,6 +652,7 @@ impl Mediator {
                 {
                     self.services.model.pass_over(&request["request"]);
                 }
+
                 // A fork made before this rule recorded its answer `read`
                 // whatever it was: its replay keeps what it recorded.
                 let recorded = (self.following.as_ref())
