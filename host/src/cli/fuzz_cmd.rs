@@ -96,16 +96,21 @@ pub struct FuzzArgs {
 
 pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     let worker = args.fuzz_worker.is_some();
-    let ran = campaign(args);
-    // A worker's own error (its setup: the store full as it kept the
-    // agent) told to the campaign, which stops on it as on its own.
-    if worker && let Err(e) = &ran {
+    let mut serving = false;
+    let ran = campaign(args, &mut serving);
+    // A worker's error before it serves (its setup: the store full as it
+    // kept the agent) told to the campaign, which stops on it as on its
+    // own; once serving, it answers its errors itself.
+    if worker
+        && !serving
+        && let Err(e) = &ran
+    {
         let _ = worldline_engine::lanes::worker::refuse(std::io::stdout(), e);
     }
     ran
 }
 
-fn campaign(args: FuzzArgs) -> Result<ExitCode> {
+fn campaign(args: FuzzArgs, serving: &mut bool) -> Result<ExitCode> {
     if args.fuzz_worker.is_some() {
         // First, so that a Ctrl-C as it starts does not end it.
         worldline_engine::native::noted_in_a_worker();
@@ -174,6 +179,7 @@ fn campaign(args: FuzzArgs) -> Result<ExitCode> {
     };
     if args.fuzz_worker.is_some() {
         let (input, output) = (std::io::BufReader::new(std::io::stdin()), std::io::stdout());
+        *serving = true;
         c.serve(input, output)?;
         return Ok(ExitCode::Ok);
     }

@@ -135,16 +135,20 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
 
 pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     let worker = args.verify_worker.is_some();
-    let ran = verified(args);
-    // A worker's own error told to the `verify` that started it, as a
-    // fuzz worker's is.
-    if worker && let Err(e) = &ran {
+    let mut serving = false;
+    let ran = verified(args, &mut serving);
+    // A worker's error before it serves told to the `verify` that
+    // started it, as a fuzz worker's is.
+    if worker
+        && !serving
+        && let Err(e) = &ran
+    {
         let _ = worldline_engine::lanes::worker::refuse(std::io::stdout(), e);
     }
     ran
 }
 
-fn verified(args: VerifyArgs) -> Result<ExitCode> {
+fn verified(args: VerifyArgs, serving: &mut bool) -> Result<ExitCode> {
     if args.verify_worker.is_some() {
         // First, so that a Ctrl-C as it starts does not end it.
         worldline_engine::native::noted_in_a_worker();
@@ -193,6 +197,7 @@ fn verified(args: VerifyArgs) -> Result<ExitCode> {
         Sandbox::pooled(Some(store.compile_cache_dir()), jobs)?.on_compile(super::compile_notice());
     if args.verify_worker.is_some() {
         let input = std::io::BufReader::new(std::io::stdin());
+        *serving = true;
         verify::serve(&sandbox, &store, jobs, input, std::io::stdout())?;
         return Ok(ExitCode::Ok);
     }

@@ -101,7 +101,8 @@ impl<T> Reply<T> {
 }
 
 /// Tell the process that started this worker why it cannot serve (its
-/// setup failed: the store full as it kept the agent, a file changed):
+/// setup failed, before [`serve`], which answers its own errors: the
+/// store full as it kept the agent, a file changed):
 /// `err` as the line that process reads for its first items, so that it
 /// ends as it would have met the error itself. It said "a worker ended
 /// before its runs were done", exit 4, and a campaign lost its report.
