@@ -372,19 +372,31 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
     services.into_iter().for_each(|f| out.service(f));
 }
 
+/// The project file's `[model]` and `[user_model]`, each by its table's
+/// name, as `--model-set` reads their keys (a table they do not read is
+/// `check`'s problem elsewhere, left out here).
+fn project_models(
+    project: &crate::project::Project,
+) -> impl Iterator<Item = (&'static str, case::model::ModelConfig)> + '_ {
+    [
+        ("model", &project.model),
+        ("user_model", &project.user_model),
+    ]
+    .into_iter()
+    .filter_map(|(table, keys)| {
+        let model = case::model::ModelConfig::default()
+            .with_overrides(keys)
+            .ok()?;
+        Some((table, model))
+    })
+}
+
 /// The project file's `[model]` or `[user_model]` `recording` of a
 /// `recorded` provider that cannot be read (its path already made
 /// relative to the file), at the value's line.
 fn project_recordings(project: &crate::project::Project) -> Vec<InputError> {
-    let tables = [
-        ("model", &project.model),
-        ("user_model", &project.user_model),
-    ];
-    (tables.into_iter())
-        .filter_map(|(table, keys)| {
-            let model = case::model::ModelConfig::default()
-                .with_overrides(keys)
-                .ok()?;
+    project_models(project)
+        .filter_map(|(table, model)| {
             let why = model.unreadable_recording(Path::new(""), "this file")?;
             let written =
                 (project.settings.iter()).find(|s| s.table == table && s.key == "recording")?;
@@ -409,15 +421,8 @@ fn unset_key_note(at: String, table: &str, var: &str) -> String {
 
 /// The project file's `[model]` and `[user_model]` keys not set here.
 fn project_unset_keys(project: &crate::project::Project) -> Vec<String> {
-    let tables = [
-        ("model", &project.model),
-        ("user_model", &project.user_model),
-    ];
-    (tables.into_iter())
-        .filter_map(|(table, keys)| {
-            let model = case::model::ModelConfig::default()
-                .with_overrides(keys)
-                .ok()?;
+    project_models(project)
+        .filter_map(|(table, model)| {
             let var = model.missing_key()?;
             let written =
                 (project.settings.iter()).find(|s| s.table == table && s.key == "api_key_env");

@@ -96,18 +96,7 @@ pub struct FuzzArgs {
 
 pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     let worker = args.fuzz_worker.is_some();
-    let mut serving = false;
-    let ran = campaign(args, &mut serving);
-    // A worker's error before it serves (its setup: the store full as it
-    // kept the agent) told to the campaign, which stops on it as on its
-    // own; once serving, it answers its errors itself.
-    if worker
-        && !serving
-        && let Err(e) = &ran
-    {
-        let _ = worldline_engine::lanes::worker::refuse(std::io::stdout(), e);
-    }
-    ran
+    super::workers::as_worker(worker, |serving| campaign(args, serving))
 }
 
 fn campaign(args: FuzzArgs, serving: &mut bool) -> Result<ExitCode> {

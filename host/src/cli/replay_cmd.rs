@@ -135,17 +135,7 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
 
 pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     let worker = args.verify_worker.is_some();
-    let mut serving = false;
-    let ran = verified(args, &mut serving);
-    // A worker's error before it serves told to the `verify` that
-    // started it, as a fuzz worker's is.
-    if worker
-        && !serving
-        && let Err(e) = &ran
-    {
-        let _ = worldline_engine::lanes::worker::refuse(std::io::stdout(), e);
-    }
-    ran
+    super::workers::as_worker(worker, |serving| verified(args, serving))
 }
 
 fn verified(args: VerifyArgs, serving: &mut bool) -> Result<ExitCode> {

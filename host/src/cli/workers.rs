@@ -62,6 +62,26 @@ fn without_password(args: &mut [OsString]) -> Option<Vec<u8>> {
     Some(password)
 }
 
+/// Run a command that may be a worker (`worker`): `run` sets its flag once
+/// it serves. An error before then (its setup: the store full as it kept
+/// the agent) is told to the process that started it, which stops on it
+/// as on its own; once serving, the worker answers its errors itself.
+/// It ended unsaid: "a worker ended before its runs were done", exit 4.
+pub fn as_worker(
+    worker: bool,
+    run: impl FnOnce(&mut bool) -> anyhow::Result<super::exit::ExitCode>,
+) -> anyhow::Result<super::exit::ExitCode> {
+    let mut serving = false;
+    let ran = run(&mut serving);
+    if worker
+        && !serving
+        && let Err(e) = &ran
+    {
+        let _ = worldline_engine::lanes::worker::refuse(std::io::stdout(), e);
+    }
+    ran
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
