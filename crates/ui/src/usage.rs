@@ -122,7 +122,10 @@ pub(crate) fn judged(grade: Option<&Value>, prices: &Prices) -> Markup {
     if judges.is_empty() {
         return html! {};
     }
-    let (mut input, mut output, mut cost, mut real) = (0, 0, Some(0.0), None::<u64>);
+    // Calls and tokens as every reader counts them; the cost and the real
+    // latency (none shown where no call recorded one) call by call.
+    let totals = worldline_log::log::usage::ModelTotals::of_judges(judges.iter().copied());
+    let (mut cost, mut real) = (Some(0.0), None::<u64>);
     for judge in &judges {
         let record = &judge["response"]["model_call"];
         let (i, o) = (
@@ -141,12 +144,11 @@ pub(crate) fn judged(grade: Option<&Value>, prices: &Prices) -> Markup {
         if let Some(ms) = record["real_latency_ms"].as_u64() {
             real = Some(real.unwrap_or(0) + ms);
         }
-        (input, output) = (input + i, output + o);
     }
     html! {
         h2 { "Judge usage" }
         p #judge-usage {
-            b { (super::html::count(judges.len() as u64, "judge call")) } " (the judged checks', apart from the agent's) · tokens " (input) " in, " (output) " out · cost "
+            b { (super::html::count(totals.calls, "judge call")) } " (the judged checks', apart from the agent's) · tokens " (totals.prompt_tokens) " in, " (totals.completion_tokens) " out · cost "
             (dollars(cost)) " · " span.real { "real latency (wall clock, not replayed) " (ms(real)) }
         }
     }

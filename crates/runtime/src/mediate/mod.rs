@@ -652,7 +652,6 @@ impl Mediator {
                 {
                     self.services.model.pass_over(&request["request"]);
                 }
-
                 // A fork made before this rule recorded its answer `read`
                 // whatever it was: its replay keeps what it recorded.
                 let recorded = (self.following.as_ref())

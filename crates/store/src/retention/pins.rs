@@ -53,7 +53,7 @@ pub fn pin(store: &StoreDir, run_id: &str, note: Option<&str>) -> Result<()> {
     // is taken, and none that begins after it removes the run while the
     // pin is written. The run is then there, or that pass removed it: a
     // pin said "pinned" of a run the pass beside it removed.
-    store.hold(&[run_id]).map_err(anyhow::Error::from)?;
+    store.hold(&[run_id])?;
     if store.bundle_path(run_id).symlink_metadata().is_err() {
         return Err(removed().into());
     }
