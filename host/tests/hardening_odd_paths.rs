@@ -824,6 +824,12 @@ fn a_case_named_as_test_names_it_finds_its_runs() {
         listed.expect_code(0);
         assert_eq!(listed.json().as_array().map(Vec::len), Some(1), "{listed}");
     }
+    // A folder's wildcard would list every run (it listed them all,
+    // under a note that said only runs of cases so named were listed).
+    let folder = prompt(&store, &["runs", "--case", "other/*", "--json"]);
+    folder.expect_code(2);
+    assert!(folder.stderr.contains("not its folder"), "{folder}");
+    assert_eq!(folder.json()["error"]["file"], "--case", "{folder}");
 }
 
 #[test]

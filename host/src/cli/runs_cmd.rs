@@ -95,6 +95,32 @@ fn whole_run_id(id: &str) -> bool {
         && id.len() >= "YYYYMMDD-HHMMSS-xxxxxxxx".len()
 }
 
+/// The case name `--case C` matches: a name as `test` shows it
+/// (`incident/close-denied`) or the file's path is read as its last part
+/// without `.toml`, said on stderr. A folder with nothing but wildcards
+/// after it (`incident/*`) is refused: it would list every run, as a
+/// run knows its case's file name, not its folder.
+fn case_name(c: &str) -> Result<String> {
+    let name = c.rsplit_once('/').map_or(c, |(_, name)| name);
+    let stem = name.strip_suffix(".toml").unwrap_or(name);
+    if stem == c {
+        return Ok(stem.to_string());
+    }
+    if stem.chars().all(|ch| ch == '*' || ch == '?') {
+        return Err(InputError::new(
+            "--case",
+            format!(
+                "{c}: a run knows its case by the file's name, not its folder, so this would list every run; give a name or a pattern of names (`close-*`)"
+            ),
+        )
+        .into());
+    }
+    eprintln!(
+        "note: --case {c}: a run knows its case by the file's name without `.toml`, `{stem}`; runs of any case so named are listed"
+    );
+    Ok(stem.to_string())
+}
+
 fn filter_of(args: &RunsArgs, store: &StoreDir) -> Result<Filter> {
     if args.limit == Some(0) {
         // As `test --limit 0` is: a listing of nothing asked for is a
@@ -118,16 +144,10 @@ fn filter_of(args: &RunsArgs, store: &StoreDir) -> Result<Filter> {
     // `test` names a case by its path under the suite's folder
     // (`incident/close-denied`); a run knows its case by the file's stem,
     // so a name copied from `test`, or the file's path, found nothing.
-    let case = args.case.as_deref().map(|c| {
-        let name = c.rsplit_once('/').map_or(c, |(_, name)| name);
-        let stem = name.strip_suffix(".toml").unwrap_or(name);
-        if stem != c {
-            eprintln!(
-                "note: --case {c}: a run knows its case by the file's name without `.toml`, `{stem}`; runs of any case so named are listed"
-            );
-        }
-        stem.to_string()
-    });
+    let case = match args.case.as_deref() {
+        Some(c) => Some(case_name(c)?),
+        None => None,
+    };
     Ok(Filter {
         status: args.status.clone(),
         grade: args.grade.clone(),
