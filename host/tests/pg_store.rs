@@ -1251,3 +1251,51 @@ fn each_run_s_rules_are_listed_and_an_upgraded_schema_gives_them() {
     diff.expect_code(1);
     assert_eq!(diff.json()["rules"], serde_json::json!([7, 0]), "{diff}");
 }
+
+/// A fork whose agent departs from the recording before the fork point
+/// is exit 2 and kept nowhere, on a database store as on a folder: it
+/// was stored in the database all the same (`[trapped]`), and `verify`
+/// of the store then reported it diverged.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn a_fork_that_departed_from_its_parent_is_not_stored() {
+    let pg = cluster();
+    let store = pg.fresh_store();
+    let dir = temp_dir();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let case = common::workspace_root().join("cases/incident/close-denied.toml");
+    let (naive, careful) = (guest("naive-agent"), guest("careful-agent"));
+    let worlds = common::workspace_root().join("worlds");
+    let ran = common::on_machine(
+        &store,
+        &a,
+        &[
+            "run",
+            s(&case),
+            "--agent",
+            s(&naive),
+            "--worlds",
+            s(&worlds),
+            "--json",
+        ],
+    );
+    let id = ran.json()["run_id"].as_str().unwrap().to_string();
+    let fork = common::on_machine(
+        &store,
+        &a,
+        &["fork", &id, "--at", "4", "--agent", s(&careful)],
+    );
+    fork.expect_code(2);
+    assert!(
+        fork.stderr.contains("departed from the recording"),
+        "{fork}"
+    );
+    for machine in [&a, &b] {
+        let runs = common::on_machine(&store, machine, &["runs", "--json"]);
+        assert_eq!(runs.json().as_array().map(Vec::len), Some(1), "{runs}");
+        common::on_machine(&store, machine, &["verify", "--json"]).expect_code(0);
+    }
+}

@@ -96,7 +96,10 @@ pub fn fork(
     }
     if let Some(client) = rederive::rederived(&rec.bundle.header) {
         let parent = parent_of(rec, at, edits, false);
-        let opts = options(store, rec, parent, None);
+        let opts = RunOptions {
+            kept_once_checked: true,
+            ..options(store, rec, parent, None)
+        };
         let outcome = rederive::rerun(
             sandbox,
             &rec.case,
@@ -245,20 +248,31 @@ fn how(class: worldline_runtime::mediate::follow::Class) -> &'static str {
     }
 }
 
-/// [`departed`], and a fork that departed is not kept in a folder store:
-/// it is no fork of the run its header names.
+/// [`departed`], and a fork that departed is not kept: it is no fork of
+/// the run its header names. One that followed is kept ([`kept`]).
 fn kept_if_followed(store: &StoreDir, outcome: RunOutcome, at: u64) -> Result<RunOutcome> {
     if let Err(e) = departed(&outcome, at) {
-        not_kept(store, &outcome);
+        not_kept(&outcome);
         return Err(e);
+    }
+    kept(store, outcome)
+}
+
+/// A fork or resume that followed its parent, stored (in a database
+/// store) and indexed: its run held that back until it was checked
+/// ([`RunOptions::kept_once_checked`]).
+fn kept(store: &StoreDir, outcome: RunOutcome) -> Result<RunOutcome> {
+    if let Some(id) = &outcome.run_id {
+        crate::run::publish(store, id, &outcome.header, &outcome.events, &outcome.footer)?;
     }
     Ok(outcome)
 }
 
-/// A run that departed from the recording it followed taken out of a
-/// folder store: it is no fork, nor resume, of the run its header names.
-fn not_kept(store: &StoreDir, outcome: &RunOutcome) {
-    if let (None, Some(bundle)) = (store.database(), &outcome.bundle) {
+/// A run that departed from the recording it followed taken out of the
+/// store's folder (a database store's working folder, which never stored
+/// it): it is no fork, nor resume, of the run its header names.
+fn not_kept(outcome: &RunOutcome) {
+    if let Some(bundle) = &outcome.bundle {
         let _ = std::fs::remove_file(bundle);
     }
 }
@@ -426,7 +440,7 @@ pub fn branch(
             Some(agent.clone()),
             Some(group),
         )?;
-        departed(&outcome, at)?;
+        let outcome = kept_if_followed(store, outcome, at)?;
         replayed += 1;
         // Written: handed on without its events and final state.
         written.hand(
@@ -627,7 +641,7 @@ pub fn resume(
     // `test --resume` took the killed run as resumed), and the mistake is
     // the input's (it was an internal error, exit 4, naming no run).
     if let Some(d) = &outcome.divergence {
-        not_kept(store, &outcome);
+        not_kept(&outcome);
         let diff = crate::replay::json_diff(&d.expected, &d.actual);
         let first = diff.first().map_or(String::new(), |l| format!(" ({l})"));
         return Err(InputError::new(
@@ -642,7 +656,7 @@ pub fn resume(
         )
         .into());
     }
-    Ok(outcome)
+    kept(store, outcome)
 }
 
 /// The parent record of a fork or resume of `rec` at `at`.
@@ -724,7 +738,10 @@ fn follow_then_live(
     agent: Option<Arc<Agent>>,
     group: Option<worldline_log::log::bundle::Group>,
 ) -> Result<RunOutcome> {
-    let mut opts = options(store, rec, parent, group);
+    let mut opts = RunOptions {
+        kept_once_checked: true,
+        ..options(store, rec, parent, group)
+    };
     if let Some(agent) = &agent {
         taken_by(&mut opts, rec, agent);
     }

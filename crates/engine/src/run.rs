@@ -173,6 +173,11 @@ pub struct RunOptions<'a> {
     /// Write every line of the bundle at once, the reads too: a session
     /// whose client `resume` cannot start again (decision 0416).
     pub each_line: bool,
+    /// A fork's or a resume's run: written as it goes, but stored (in a
+    /// database store) and indexed only once its caller has checked that
+    /// it followed its parent up to the fork point (`fork::kept`); one
+    /// that departed is no fork of that run, and is not kept.
+    pub kept_once_checked: bool,
 }
 
 impl RunOptions<'_> {
@@ -382,7 +387,9 @@ pub fn finish(
         .transpose()
         .map_err(|e| opened.footer_error(opts.store, e))?;
     if let (Some(store), Some(id)) = (opts.store, &opened.run_id) {
-        publish(store, id, &opened.header, &events, &footer)?;
+        if !opts.kept_once_checked {
+            publish(store, id, &opened.header, &events, &footer)?;
+        }
         if let Some(batch) = opts.batch {
             batch.ran(written);
         }
