@@ -331,3 +331,68 @@ fn gc_on_another_machine_keeps_a_run_a_live_process_holds_until_it_ends() {
         "0"
     );
 }
+
+/// `verify` of a whole database store holds every run it lists as it
+/// starts, in the database too: a gc pass on another machine while it
+/// checks removes none of them. It held them in its own folder only, the
+/// database's one at a time as it replayed them, so a pass beside it
+/// removed the rest and `verify` counted them unreadable, as drift.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn verify_on_one_machine_keeps_its_runs_from_gc_on_another() {
+    let pg = cluster();
+    let schema = fresh_schema();
+    let address = pg.store_in(&schema);
+    let store = Path::new(&address);
+    let dir = temp_dir();
+    let case = write_case(dir.path(), "good", common::DEMO_PASSES);
+    let (caller, worlds) = (guest("caller-agent"), worlds_dir());
+    let ran = common::on_machine(
+        store,
+        &dir.path().join("a"),
+        &[
+            "test",
+            case.to_str().unwrap(),
+            "--agent",
+            caller.to_str().unwrap(),
+            "--worlds",
+            worlds.to_str().unwrap(),
+            "--repeat",
+            "12",
+        ],
+    );
+    ran.expect_code(0);
+    let verify = common::cli()
+        .args(["verify", "--jobs", "1", "--json", "--store", &address])
+        .env("WORLDLINE_STORE_CACHE", dir.path().join("b"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Stopped as soon as it holds anything, so gc meets it checking.
+    let leases = || pg.psql(&format!("SELECT count(*) FROM {schema}.leases"));
+    let t0 = std::time::Instant::now();
+    while leases() == "0" {
+        assert!(t0.elapsed().as_secs() < 60, "verify held nothing");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let pid = verify.id().to_string();
+    let signal = |s: &str| {
+        let ok = std::process::Command::new("kill")
+            .args([s, &pid])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    signal("-STOP");
+    let gc = gc_elsewhere(store, &dir.path().join("c"), &[]);
+    signal("-CONT");
+    let out = common::CliOutput::of(verify.wait_with_output().unwrap());
+    assert_eq!(gc["runs"]["count"], 0, "{gc}");
+    assert_eq!(gc["kept_in_use"].as_array().map(Vec::len), Some(12), "{gc}");
+    out.expect_code(0);
+    assert_eq!(out.json()["identical"], 12, "{out}");
+}

@@ -549,6 +549,25 @@ impl StoreDir {
         ))
     }
 
+    /// [`hold_read`](Self::hold_read) of many runs at once (one lease
+    /// write, and one row each in the database's leases): those a gc pass
+    /// (on another machine) removed from the database since this working
+    /// folder was brought up to date are removed here too, and returned.
+    pub fn hold_reads(
+        &self,
+        ids: &[&str],
+    ) -> Result<Vec<String>, worldline_case::error::InputError> {
+        self.hold(ids)?;
+        let Some(db) = &self.db else {
+            return Ok(Vec::new());
+        };
+        let gone = db.hold(ids).map_err(crate::store::db_error)?;
+        for id in &gone {
+            let _ = std::fs::remove_file(self.bundle_path(id));
+        }
+        Ok(gone)
+    }
+
     /// Before a run's bundle is created: hold what its header names and
     /// check it is all in the store, so no run is written pointing at a
     /// missing object.

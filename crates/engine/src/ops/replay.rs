@@ -162,15 +162,17 @@ pub fn drawn(
 /// a gc pass removed before they were held: what `verify` checks is fixed
 /// as it starts, and a pass beside it removes none of it (a run it had
 /// already removed was counted unreadable, as drift). One lease write for
-/// them all, as a suite holds its runs; a store this process cannot write
-/// is read without a hold, as a replay reads it.
+/// them all, as a suite holds its runs (on a database store, in the
+/// database too: a pass on another machine removes none of them either);
+/// a store this process cannot write is read without a hold, as a replay
+/// reads it.
 fn held(store: &StoreDir, listed: Vec<String>) -> Vec<String> {
     let ids: Vec<&str> = listed
         .iter()
         .map(String::as_str)
         .filter(|id| worldline_store::store::is_run_id(id))
         .collect();
-    if store.hold(&ids).is_err() {
+    if store.hold_reads(&ids).is_err() {
         return listed;
     }
     // A pass holds the store's gate while it removes, and the hold waited
