@@ -11,7 +11,10 @@ made absolute from the driver's working folder before it is sent: a shard
 runs in its Ray worker's folder (where `ray start` ran), not the driver's.
 Likewise a shard has the environment of `ray start`, not the driver's: the
 driver's `PGPASSWORD`, `PGSSLMODE` and `PGSSLROOTCERT` (and each `--env
-NAME`) are sent with the job (Ray's `runtime_env`), never printed.
+NAME`) are sent as the tasks' argument, never printed (not in Ray's
+`runtime_env`, whose agent writes its variables into every node's logs);
+a password in the `--store` address goes to each shard's worldline as
+its `PGPASSWORD`, not on its command line.
 
     python -m worldline_ray --cases cases/ --rollouts 8 --address HOST:6379 \
         --store postgres://... --agent agent.wasm --json
@@ -22,11 +25,11 @@ Needs only the standard library and `ray`.
 import argparse
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 
 # What a shard's report may hold before it is refused (a report is a few
 # hundred bytes a case): read whole, a larger one would be a runaway.
@@ -61,16 +64,42 @@ def shard_command(args, index, shards):
     return cmd
 
 
+def split_password(address):
+    """A PostgreSQL `address` without its password, and the password
+    (None when it holds none): after the user (`USER:PASSWORD@`, the
+    password percent-encoded or not, as worldline reads it) or libpq's
+    `password=` key, which wins when both are given."""
+    scheme, sep, rest = address.partition("://")
+    if not sep or not scheme.startswith("postgres"):
+        return address, None
+    head, q, query = rest.partition("?")
+    password = None
+    at = head.rfind("@")
+    user, colon, given = head[:max(at, 0)].partition(":")
+    if at >= 0 and colon:
+        password = urllib.parse.unquote(given)
+        head = user + head[at:]
+    kept = []
+    for pair in query.split("&") if q else []:
+        key, _, value = pair.partition("=")
+        if key == "password":
+            password = urllib.parse.unquote_plus(value)
+        else:
+            kept.append(pair)
+    return f"{scheme}://{head}" + ("?" + "&".join(kept) if kept else ""), password
+
+
 def shown(cmd):
     """`cmd` as a line to print: a password in an address left out."""
-    return " ".join(re.sub(r"^(postgres(?:ql)?://[^:@/]*):[^@/]*@", r"\1@", a) for a in cmd)
+    return " ".join(split_password(a)[0] for a in cmd)
 
 
-def run_command(cmd, what):
-    """Run `cmd`: its exit code and parsed JSON stdout; exit 0 and 1 (a
-    graded failure) are results, anything else a RecipeError."""
+def run_command(cmd, what, env):
+    """Run `cmd` with `env` added to this process's environment: its exit
+    code and parsed JSON stdout; exit 0 and 1 (a graded failure) are
+    results, anything else a RecipeError."""
     try:
-        out = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True)
+        out = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, env={**os.environ, **env})
     except OSError as e:
         raise RecipeError(
             f"{what} could not start {cmd[0]} ({e}): install worldline on every node or pass --worldline PATH"
@@ -86,12 +115,13 @@ def run_command(cmd, what):
         raise RecipeError(f"{what} printed no JSON report ({e}): {shown(cmd)}") from e
 
 
-def run_shard(args, index, shards):
-    """One Ray task: shard `index`; the node it ran on and the suite id its
+def run_shard(args, env, index, shards):
+    """One Ray task: shard `index`, its worldline given `env` (the
+    driver's variables it needs); the node it ran on and the suite id its
     report is kept under (the counts are the merged report's)."""
     import ray
 
-    _, report = run_command(shard_command(args, index, shards), f"shard {index}/{shards}")
+    _, report = run_command(shard_command(args, index, shards), f"shard {index}/{shards}", env)
     # worldline's own default: the start of the selection's hash, which
     # every shard of one selection shares.
     suite = args.suite_id or report.get("shard", {}).get("selection", "")[:12]
@@ -170,9 +200,16 @@ def fan_out(args):
     import ray
 
     check_reachable(args.address)
+    # The password goes in the shards' environment, not on their command
+    # lines (any user of a node reads another's); the environment goes as
+    # the tasks' argument, not Ray's `runtime_env`, whose agent writes its
+    # variables into every node's `runtime_env_agent.log`.
+    args.store, password = split_password(args.store)
     env = shard_env(args)
+    if password is not None:
+        env["PGPASSWORD"] = password
     try:
-        ray.init(address=args.address, log_to_driver=False, runtime_env={"env_vars": env} if env else None)
+        ray.init(address=args.address, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as e:
         raise unreachable(args.address, e) from e
     try:
@@ -182,7 +219,7 @@ def fan_out(args):
         task = ray.remote(num_cpus=args.cpus_per_shard, max_retries=0)(run_shard)
         start = time.monotonic()
         spread = task.options(scheduling_strategy="SPREAD")
-        pending = [spread.remote(args, i, shards) for i in range(1, shards + 1)]
+        pending = [spread.remote(args, env, i, shards) for i in range(1, shards + 1)]
         try:
             results = ray.get(pending)
         except ray.exceptions.RayTaskError as e:
@@ -192,7 +229,7 @@ def fan_out(args):
         if len(suites) != 1 or not suites[0]:
             raise RecipeError(f"the shards kept their reports under different suite ids: {suites}")
         merge = [args.worldline, "merge", "--suite", suites[0], "--store", args.store, "--json"]
-        _, merged = run_command(merge, "worldline merge")
+        _, merged = run_command(merge, "worldline merge", env)
         wall = time.monotonic() - start
     finally:
         ray.shutdown()
