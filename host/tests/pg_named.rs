@@ -30,8 +30,15 @@ fn a_report_on_a_schema_that_holds_no_store_is_refused_and_makes_nothing() {
         vec!["index", "--check", "--json"],
         vec!["runs", "--json"],
         vec!["history", "somerun", "--json"],
+        // These made the store (its schema and roles): the UI served it
+        // empty, the audit had no reads, the policy was the default.
+        vec!["audit", "--json"],
+        vec!["merge", "--suite", "s", "--json"],
+        vec!["redaction", "--json"],
     ] {
-        let out = worldline(Path::new(&store), &args);
+        let limit = std::time::Duration::from_secs(60);
+        let out = common::worldline_within(limit, Path::new(&store), &args)
+            .unwrap_or_else(|| panic!("{args:?} ran on (a UI served the schema)"));
         out.expect_code(2);
         let e = &out.json()["error"];
         assert_eq!(e["file"], shown(&store), "{args:?}: {out}");
@@ -46,6 +53,15 @@ fn a_report_on_a_schema_that_holds_no_store_is_refused_and_makes_nothing() {
         );
         assert!(!out.stdout.contains(PASSWORD), "{out}");
     }
+    let limit = std::time::Duration::from_secs(60);
+    let ui = common::worldline_within(limit, Path::new(&store), ["ui", "--port", "0"])
+        .expect("the UI served a schema that holds no store");
+    ui.expect_code(2);
+    assert!(
+        ui.stderr
+            .contains(&format!("no worldline store in schema `{schema}`")),
+        "{ui}"
+    );
     let made = pg.psql(&format!(
         "SELECT count(*) FROM pg_namespace WHERE nspname = '{schema}'"
     ));
@@ -140,7 +156,9 @@ fn a_run_the_store_does_not_hold_is_missing_from_the_store_named() {
     ] {
         let mut args = args.clone();
         args.push("--json");
-        let out = worldline(Path::new(&store), &args);
+        let limit = std::time::Duration::from_secs(60);
+        let out = common::worldline_within(limit, Path::new(&store), &args)
+            .unwrap_or_else(|| panic!("{args:?} ran on (a UI served the schema)"));
         out.expect_code(2);
         let e = &out.json()["error"];
         assert_eq!(e["file"], shown(&store), "{args:?}: {out}");

@@ -76,14 +76,10 @@ pub fn exec(args: UiArgs) -> Result<ExitCode> {
     };
     // A mistyped --store is not an empty store to serve (one was made
     // there, and its empty list shown), as every reader of a whole store
-    // refuses it: a folder that is not there, or one that is no store (a
-    // project's root had a store's folders made in it).
-    if !store
-        .to_str()
-        .is_some_and(worldline_pgstore::url::is_postgres)
-    {
-        StoreDir::open_existing(&store)?;
-    }
+    // refuses it: a folder that is not there, one that is no store (a
+    // project's root had a store's folders made in it), a database schema
+    // that holds none (it was made, with its roles).
+    StoreDir::open_existing(&store)?;
     let start = match (args.run, args.last_failed) {
         (Some(r), _) => Start::Run(r),
         (None, true) => Start::LastFailed,
