@@ -496,6 +496,29 @@ fn a_viewer_walks_every_ui_route_without_a_raw_value_and_a_responders_raw_page_i
     assert_eq!(rows[0]["db_user"], format!("{}_r", t.schema));
     assert_eq!(rows[0]["run_id"], t.run.as_str());
     assert_eq!(rows[0]["command"], format!("ui GET /run/{}", t.run));
+    // A responder's replay and fork from the UI re-execute the run, and
+    // are audited as the CLI's are (they were not).
+    let page = ui.get(ann, &format!("/run/{}/event/1", t.run));
+    let csrf = ui_support::input_value(&page.body, "csrf").expect("the fork form's CSRF token");
+    let body = ui_support::form(&[("csrf", &csrf)]);
+    let replay = ui.post(ann, &format!("/run/{}/replay", t.run), &body);
+    assert_eq!(replay.status, 200, "{replay:?}");
+    let fork = ui.post(ann, &format!("/run/{}/event/1/fork", t.run), &body);
+    assert_eq!(fork.status, 303, "{fork:?}");
+    let audit = worldline(&t.owner, ["audit", "--json", "--run", &t.run[..12]]);
+    let commands: Vec<&str> = (audit.json().as_array().unwrap().iter())
+        .filter(|x| x["token"] == "ann")
+        .map(|x| x["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            format!("ui GET /run/{}", t.run),
+            format!("ui POST /run/{}/replay", t.run),
+            format!("ui POST /run/{}/event/1/fork", t.run),
+        ],
+        "{audit}"
+    );
 }
 
 #[test]

@@ -35,8 +35,9 @@ fn runs_named(req: &Request) -> Vec<String> {
 
 /// After the guard: what the reader may see of this request. A page asked
 /// for with `unredacted=1` is a responder's, and is audited (each run it
-/// shows, the token's name, the route) before it is served; a viewer is
-/// refused it, and any form (fork, replay).
+/// shows, the token's name, the route) before it is served, as is a
+/// responder's form (fork, replay: re-executing reads the raw run); a
+/// viewer is refused both.
 pub(crate) async fn view(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
     let reader = req
         .extensions()
@@ -66,8 +67,11 @@ pub(crate) async fn view(State(app): State<Arc<App>>, mut req: Request, next: Ne
             reader.name
         ));
     }
-    let unredacted = asked && reader.role == Some(Role::Responder);
-    if unredacted {
+    let responder = reader.role == Some(Role::Responder);
+    let unredacted = asked && responder;
+    // A form re-executes its run (fork, replay, diff), reading it raw: a
+    // responder's is audited as the CLI's `fork` and `replay` are.
+    if responder && (asked || req.method() != axum::http::Method::GET) {
         let route = format!("ui {} {}", req.method(), req.uri().path());
         let named = runs_named(&req);
         let (a, who) = (app.clone(), reader.name.clone());
