@@ -371,6 +371,11 @@ fn a_ui_whose_database_restarts_is_unavailable_then_serves_again() {
         down.body
     );
     assert!(!down.body.contains(PASSWORD));
+    // A run's pages too: they were 404, "not found", as for a run gone.
+    for path in [format!("/run/{id}"), format!("/run/{id}/event/1")] {
+        let down = page(&path);
+        assert_eq!(down.status, 503, "{path}: {}", down.body);
+    }
     pg.start();
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let back = page("/");

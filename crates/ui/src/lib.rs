@@ -169,11 +169,14 @@ impl App {
         worldline_log::redact::for_store(&self.store.root, self.redact.as_deref(), self.unredacted)
     }
 
-    /// The bundle of run `id` (an id or a unique prefix, inside the store).
+    /// The bundle of run `id` (an id or a unique prefix, inside the store):
+    /// one that is none is a 404; the store's server away stays the
+    /// store's error (a 503: the page may work once it is back).
     pub fn run_path(&self, id: &str) -> Result<std::path::PathBuf> {
-        self.store
-            .resolve_run_id(id)
-            .map_err(|e| anyhow::Error::from(NotFound(e.message)))
+        self.store.resolve_run_id(id).map_err(|e| match e.store {
+            true => anyhow::Error::from(e),
+            false => NotFound(e.message).into(),
+        })
     }
 
     /// Run `id` with its case, its events held compact (decision 0380),
