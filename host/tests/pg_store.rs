@@ -1304,3 +1304,51 @@ fn a_fork_that_departed_from_its_parent_is_not_stored() {
         common::on_machine(&store, machine, &["verify", "--json"]).expect_code(0);
     }
 }
+
+/// `redaction --set` whose connection the server ends midway is the
+/// store's failure (`"kind": "store"`, exit 2, naming it), the old policy
+/// kept: it was exit 4, `"kind": "internal"`, naming nothing. Its
+/// transaction is made to wait on a row another session holds, then its
+/// connection ended (as a server shutting down ends it).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn a_policy_set_as_the_server_ends_its_connection_is_the_stores_failure() {
+    let pg = cluster();
+    let schema = fresh_schema();
+    let store = PathBuf::from(pg.store_in(&schema));
+    let dir = temp_dir();
+    suite(&store, &cases(dir.path(), 1)).expect_code(0);
+    let policy = dir.path().join("redact.toml");
+    std::fs::write(&policy, "detectors = [\"email\"]\n").unwrap();
+    let mut holder = pg.psql_spawn(&format!(
+        "BEGIN; SELECT 1 FROM {schema}.redaction WHERE id = 1 FOR UPDATE; SELECT pg_sleep(60); COMMIT;"
+    ));
+    let set = common::worldline_spawn(&store, ["redaction", "--set", s(&policy), "--json"]);
+    let waiting = "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%redaction%FOR UPDATE%' AND query NOT LIKE '%pg_sleep%'";
+    let t0 = std::time::Instant::now();
+    let pid = loop {
+        let pid = pg.psql(waiting);
+        if !pid.is_empty() {
+            break pid;
+        }
+        assert!(t0.elapsed().as_secs() < 60, "redaction --set never waited");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    pg.psql(&format!("SELECT pg_terminate_backend({pid})"));
+    let out = common::CliOutput::of(set.wait_with_output().unwrap());
+    let _ = holder.kill();
+    let _ = holder.wait();
+    out.expect_code(2);
+    let e = &out.json()["error"];
+    assert_eq!(e["kind"], "store", "{out}");
+    assert_eq!(
+        e["file"],
+        s(&store).replace(&format!(":{PASSWORD}@"), "@"),
+        "{out}"
+    );
+    let kept = worldline(&store, ["redaction", "--json"]);
+    assert_eq!(kept.json()["policy"], "", "{kept}");
+}

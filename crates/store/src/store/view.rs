@@ -105,7 +105,8 @@ impl StoreDir {
             &worldline_case::canon::sha256_hex(text),
             &mut *remake,
             &mut super::shared::report_redactor(text, &salt),
-        )?;
+        )
+        .map_err(crate::store::db_error)?;
         self.shared_policy(true)?;
         Ok(made)
     }
@@ -116,7 +117,9 @@ impl StoreDir {
         let db = self.database_of("making redacted copies")?;
         let shared = self.shared_policy(true)?;
         let mut remake = self.remaker(db, &shared.policy, &shared.salt)?;
-        Ok(db.fill_copies(&mut *remake)?)
+        Ok(db
+            .fill_copies(&mut *remake)
+            .map_err(crate::store::db_error)?)
     }
 
     /// What makes a run's redacted copy from its raw lines under `policy`
