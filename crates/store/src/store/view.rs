@@ -100,13 +100,14 @@ impl StoreDir {
         worldline_log::redact::Policy::parse(std::path::Path::new("the policy given"), text)?;
         let salt = self.shared_policy(true)?.salt;
         let mut remake = self.remaker(db, text, &salt)?;
-        let made = db.set_policy(
-            text,
-            &worldline_case::canon::sha256_hex(text),
-            &mut *remake,
-            &mut super::shared::report_redactor(text, &salt),
-        )
-        .map_err(crate::store::db_error)?;
+        let made = db
+            .set_policy(
+                text,
+                &worldline_case::canon::sha256_hex(text),
+                &mut *remake,
+                &mut super::shared::report_redactor(text, &salt),
+            )
+            .map_err(crate::store::db_error)?;
         self.shared_policy(true)?;
         Ok(made)
     }
