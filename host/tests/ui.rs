@@ -1389,3 +1389,35 @@ fn a_request_left_half_sent_is_closed_and_connections_are_capped() {
     assert!(said.starts_with("HTTP/1.1 200"), "{said}");
     assert_eq!(s.get("/").status, 200);
 }
+
+/// The notes a fork from the form gets (a `set` that makes a row) pass
+/// through the store's policy as the page below them does: a row's key
+/// the email detector hides was shown whole in them.
+#[test]
+fn a_fork_s_notes_on_the_page_are_redacted() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let case = workspace_root().join("cases/support/refund-confirmed.toml");
+    let ran = common::run_json(store, &case, &guest("careful-agent"));
+    let id = ran.json()["run_id"].as_str().unwrap().to_string();
+    std::fs::write(store.join("redact.toml"), "detectors = [\"email\"]\n").unwrap();
+    let s = Server::start(store, &[]);
+    let host = s.host();
+    let event = s.get(&format!("/run/{id}/event/2"));
+    let csrf = input_value(&event.body, "csrf").expect("the fork form's CSRF token");
+    let set =
+        r#"customers/"bob@evil.com"={"id":"bob@evil.com","name":"Bob","email":"bob@evil.com"}"#;
+    let r = request(
+        s.port,
+        "POST",
+        &format!("/run/{id}/event/2/fork?token={}", s.token),
+        &[
+            ("Host", &host),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        &form(&[("set", set), ("csrf", &csrf)]),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.body.contains("fork-notes"), "{}", r.body);
+    assert!(!r.body.contains("bob@evil.com"), "{}", r.body);
+}

@@ -100,9 +100,17 @@ pub(crate) fn fork(app: &Seen, run: &str, at: u64, form: &FormData) -> Result<Re
         // none, the fork's page itself.
         Ok(forked) if !forked.notes.is_empty() => {
             let id = forked.outcome.run_id.unwrap_or_default();
+            // Through the store's policy as the page below them: a note
+            // quotes the edit (a `--set` row's key) and the fork's events.
+            let mut notes = forked.notes;
+            if let Some(red) = app.redactor()?.as_mut() {
+                red.learn_state(&forked.outcome.final_state);
+                red.learn(forked.outcome.events.whole().iter());
+                notes = notes.iter().map(|n| red.text(n)).collect();
+            }
             let shown = html! {
                 div.note #fork-notes {
-                    @for note in &forked.notes { p { "note: " (note) } }
+                    @for note in &notes { p { "note: " (note) } }
                 }
             };
             super::run::body(app, &id, &BTreeMap::new(), shown)
