@@ -397,6 +397,70 @@ fn a_run_stopped_at_its_step_limit_resumes_with_the_limit_raised_and_a_finished_
     assert!(finished.stderr.contains("nothing to resume"), "{finished}");
 }
 
+/// A resume killed while it still followed its parent's recording holds
+/// nothing its parent does not: resuming it resumes the parent (said on
+/// stderr), with the limits it was given, and sends only the requests
+/// the parent never made. It went live from its own end, sending again
+/// every model request its parent had recorded after that point. (A kill
+/// leaves a prefix of a bundle's lines: the resume's, cut inside the
+/// parent's part, is such a kill.)
+#[test]
+fn a_resume_killed_while_it_followed_its_parent_resumes_the_parent() {
+    let dir = temp_dir();
+    let server = Server::start();
+    let (worlds, case) = setup(dir.path(), &server, "\n[limits]\nmax_steps = 6\n");
+    let store = dir.path().join("store");
+    let stopped = run(&store, &case, &worlds);
+    assert_eq!(stopped.json()["run_status"], "step_limit", "{stopped}");
+    let parent = stopped.json()["run_id"].as_str().unwrap().to_string();
+    let recorded = worldline_log::log::bundle::read(&stopped.bundle()).unwrap();
+    let answered = (recorded.events.iter())
+        .filter(|e| e.call == MODEL_CALL)
+        .count();
+    let resumed = resume(&store, &parent, &["--max-steps", "100"]);
+    resumed.expect_code(0);
+    let cut = resumed.json()["run_id"].as_str().unwrap().to_string();
+    let text = std::fs::read_to_string(resumed.bundle()).unwrap();
+    let parent_lines = std::fs::read_to_string(stopped.bundle())
+        .unwrap()
+        .lines()
+        .count();
+    let kept: Vec<&str> = text.lines().take(parent_lines / 2).collect();
+    std::fs::write(resumed.bundle(), kept.join("\n") + "\n").unwrap();
+    let killed = worldline_log::log::bundle::read(&resumed.bundle()).unwrap();
+    assert!(killed.footer.is_none() && killed.events.len() < recorded.events.len());
+    assert!(
+        killed.events.iter().any(|e| e.call == MODEL_CALL),
+        "the cut keeps a model call of the parent's"
+    );
+
+    let sent = server.seen().len();
+    let again = resume(&store, &cut, &[]);
+    again.expect_code(0);
+    assert!(
+        again
+            .stderr
+            .contains("was killed while it still followed the recording of"),
+        "{again}"
+    );
+    assert_eq!(
+        again.json()["resumed_from"]["run"],
+        parent.as_str(),
+        "{again}"
+    );
+    assert_eq!(again.json()["limits"]["max_steps"], 100, "{again}");
+    assert_eq!(
+        server.seen().len() - sent,
+        CALLS - answered,
+        "only the calls after the parent's end were sent"
+    );
+    let (got, _) = entries(&again.bundle());
+    assert_eq!(got, (0..CALLS as u64 - 1).collect::<Vec<_>>());
+    let rid = again.json()["run_id"].as_str().unwrap().to_string();
+    let replay = wl(&store, &["replay", &rid, "--json"].map(OsStr::new));
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}
+
 #[test]
 fn a_run_killed_inside_a_slow_writing_tool_resumes_only_when_asked_and_then_calls_it_once() {
     // The counters world's `spin` (a service tool that may write) runs until
@@ -768,6 +832,97 @@ fn a_suite_s_resume_names_each_run_s_own_case_when_two_cases_are_alike() {
         let entry = all.iter().find(|r| r["run"] == id).expect("resumed");
         assert_eq!(entry["case"], name.as_str(), "{out}");
     }
+}
+
+/// `test --resume` of a killed run whose resume was killed while it
+/// still followed it resumes the killed run, once: the resume holds
+/// nothing new (it was resumed from its own end instead, sending again
+/// every request its parent had recorded after that point, and its
+/// parent, taken as resumed, was not).
+#[test]
+fn a_suite_s_resume_goes_on_from_a_run_whose_resume_died_following_it() {
+    let dir = temp_dir();
+    let server = Server::start();
+    let (worlds, case) = setup(dir.path(), &server, "");
+    let store = dir.path().join("store");
+    let agent = guest("looper-agent");
+    let mut child = crate::common::cli()
+        .args([
+            OsStr::new("run"),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+        ])
+        .args([
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+            "--store".as_ref(),
+            store.as_os_str(),
+        ])
+        .env(KEY_VAR, "sk-local")
+        .env("WORLDLINE_STORE_CACHE", common::store_cache())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let bundle = bundle_when(&store, "the run never made 4 model calls", |t| {
+        t.matches(MODEL_CALL).count() >= 8
+    });
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let killed = worldline_log::log::bundle::read(&bundle).unwrap();
+    assert!(killed.footer.is_none(), "the run finished before the kill");
+    let parent = bundle.file_stem().unwrap().to_str().unwrap().to_string();
+    // Its resume, cut inside the parent's part (a kill leaves a prefix).
+    let resumed = resume(&store, &parent, &[]);
+    resumed.expect_code(0);
+    let text = std::fs::read_to_string(resumed.bundle()).unwrap();
+    let lines = std::fs::read_to_string(&bundle).unwrap().lines().count();
+    let kept: Vec<&str> = text.lines().take(lines / 2).collect();
+    std::fs::write(resumed.bundle(), kept.join("\n") + "\n").unwrap();
+    let cut = worldline_log::log::bundle::read(&resumed.bundle()).unwrap();
+    assert!(cut.footer.is_none() && cut.events.len() < killed.events.len());
+    // The index reads the cut bundle again (it was edited in place).
+    wl(&store, &["index", "--rebuild"].map(OsStr::new)).expect_code(0);
+
+    let answered = (killed.events.iter())
+        .filter(|e| e.call == MODEL_CALL)
+        .count();
+    let test = |sent: &mut usize| {
+        let out = wl(
+            &store,
+            &[
+                "test".as_ref(),
+                case.as_os_str(),
+                "--worlds".as_ref(),
+                worlds.as_os_str(),
+                "--resume".as_ref(),
+                "--json".as_ref(),
+            ],
+        );
+        let made = server.seen().len() - *sent;
+        *sent = server.seen().len();
+        (out, made)
+    };
+    let mut sent = server.seen().len();
+    let (out, made) = test(&mut sent);
+    out.expect_code(0);
+    let all = out.json()["resumed"].as_array().unwrap().clone();
+    assert_eq!(all.len(), 1, "{out}");
+    assert_eq!(all[0]["run"], parent.as_str(), "{out}");
+    // An in-flight request at the kill may be sent once more.
+    let left = CALLS - answered;
+    assert!(
+        made == left || made == left + 1,
+        "{made} sent, {left} left: {out}"
+    );
+    let (again, made) = test(&mut sent);
+    assert_eq!(
+        again.json()["resumed"].as_array().map(Vec::len),
+        Some(0),
+        "{again}"
+    );
+    assert_eq!(made, 0, "{again}");
 }
 
 /// `test --resume` refuses what it would ignore: `--fail-fast` (every

@@ -72,6 +72,10 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
     .into_iter()
     .filter_map(|(name, v)| Some((name.to_string(), v?)))
     .collect();
+    let (rec, raised, note) = ops::resume::from_furthest(&store, rec, &raised);
+    if let Some(note) = note {
+        eprintln!("{note}");
+    }
     // A signal that stops a native run ends the command once the run is
     // reported, as under `run` (it ended with nothing said).
     let interrupt =

@@ -29,6 +29,63 @@ pub fn resume(
     fork::resume(sandbox, store, rec, raised, resend_in_flight)
 }
 
+/// The run a resume of `rec` goes on from, and the limits it is given
+/// (`raised`, and those `rec` had raised past it): `rec`, or, when `rec`
+/// is a resume killed while it still followed its parent's recording
+/// (fewer events than the point it resumed at), that parent (and so on
+/// up, as far as the store holds them): such a run holds nothing its
+/// parent does not, and going live from its own end made the calls its
+/// parent recorded after it again (a model's request sent again). With a
+/// note saying so.
+pub fn from_furthest(
+    store: &StoreDir,
+    rec: RecordedRun,
+    raised: &BTreeMap<String, u64>,
+) -> (RecordedRun, BTreeMap<String, u64>, Option<String>) {
+    let (mut run, mut limits, mut note) = (rec, raised.clone(), None);
+    while run.bundle.footer.is_none() {
+        let followed = (run.bundle.header.parent.as_ref())
+            .filter(|p| p.resumed && (run.event_count() as u64) < p.event);
+        let Some(parent) = followed else { break };
+        let Ok(furthest) = replay::open_held(store, &parent.run) else {
+            break;
+        };
+        note = Some(format!(
+            "note: {} was killed while it still followed the recording of {} (at event {} of its {}): resuming {}, which holds every event it does, with its limits",
+            run.id,
+            parent.run,
+            run.event_count(),
+            parent.event,
+            parent.run
+        ));
+        for (name, value) in limits_of(&run.case.limits) {
+            let before = limits_of(&furthest.case.limits)
+                .into_iter()
+                .find(|(n, _)| *n == name);
+            if before.is_some_and(|(_, b)| b != value) {
+                limits.entry(name.to_string()).or_insert(value);
+            }
+        }
+        run = furthest;
+    }
+    (run, limits, note)
+}
+
+/// The limits a resume raises, by the name its flags give them (those
+/// with no limit left out).
+fn limits_of(l: &worldline_case::case::limits::Limits) -> Vec<(&'static str, u64)> {
+    [
+        ("fuel", Some(l.fuel)),
+        ("max_steps", l.max_steps),
+        ("max_events", Some(l.max_events)),
+        ("max_errors", l.max_errors),
+        ("timeout_ms", Some(l.timeout_ms)),
+    ]
+    .into_iter()
+    .filter_map(|(n, v)| Some((n, v?)))
+    .collect()
+}
+
 /// An incomplete run of a suite's case.
 pub struct Incomplete<'a> {
     /// The case's short name.
@@ -102,10 +159,19 @@ fn incomplete<'a>(store: &StoreDir, entries: &'a [Entry]) -> Result<Vec<Incomple
         }
         Ok((rows, children))
     })?;
+    // A run killed while it still followed its parent (fewer events than
+    // the point it forks at) holds nothing new: it is not resumed, nor
+    // does it count as its parent's resume, which is resumed itself.
+    let followed = |r: &Row| r.fork_event.is_some_and(|at| r.events < at);
     let mut todo: Vec<Incomplete> = rows
         .into_iter()
         .zip(&children)
-        .filter(|(r, forks)| !forks.iter().any(|f| f.fork_event == Some(r.events)))
+        .filter(|(r, _)| !followed(r))
+        .filter(|(r, forks)| {
+            !forks
+                .iter()
+                .any(|f| f.fork_event == Some(r.events) && !followed(f))
+        })
         .filter_map(|(row, _)| {
             let hash = row.case_hash.as_str();
             let case = *(named.get(&(hash, row.case.as_str()))).or_else(|| cases.get(hash))?;
