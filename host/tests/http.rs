@@ -336,6 +336,46 @@ fn a_fork_responds_at_a_model_call_that_came_over_http() {
     replays(store.path(), &fork);
 }
 
+/// A fork that answers a model call with the answer it had takes the
+/// virtual time the call took (the case's `latency_ms = 800`), so the
+/// events after it happen when they did and the fork is the parent (rules
+/// 13): every later event was 800 ms earlier, and so were the times the
+/// world recorded (its final state another).
+#[test]
+fn a_fork_that_answers_a_model_call_as_recorded_is_its_parent() {
+    let store = temp_dir();
+    let case = workspace_root().join("cases/model/rollback.toml");
+    let run = passes(store.path(), &case);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let events = events(&run);
+    let at = events.iter().position(|e| e["call"] == MODEL_CALL).unwrap();
+    let respond = serde_json::json!({"ok": events[at]["response"]["ok"].clone()}).to_string();
+    let fork = worldline(
+        store.path(),
+        [
+            "fork",
+            &id,
+            "--at",
+            &at.to_string(),
+            "--respond",
+            &respond,
+            "--json",
+        ],
+    );
+    fork.expect_code(0);
+    let forked = read_bundle(&fork.bundle()).events;
+    assert_eq!(forked.len(), events.len(), "{fork}");
+    for (f, e) in forked.iter().zip(&events).skip(at) {
+        assert_eq!(f["vtime_ns"], e["vtime_ns"], "event {}: {fork}", e["seq"]);
+    }
+    assert_eq!(
+        fork.json()["final_state_hash"],
+        run.json()["final_state_hash"],
+        "{fork}"
+    );
+    replays(store.path(), &fork);
+}
+
 #[test]
 fn openai_responses_are_the_same_model_calls_and_replay() {
     let store = temp_dir();

@@ -6,7 +6,7 @@
 //! recorded before there were rules: 0.
 
 /// The rules a new run runs under.
-pub const CURRENT: u32 = 12;
+pub const CURRENT: u32 = 13;
 
 /// From 1: a route's path and query text is typed by every type its
 /// parameter's schema accepts (`type = ["integer", "null"]`, an
@@ -284,6 +284,15 @@ pub const MCP_JSON_READ_EXACTLY: u32 = 11;
 /// it get the bytes they got there; under 11 it took none, and every
 /// later draw of that stream got the one meant for the draw before it.
 pub const FORK_ANSWER_TAKES_ITS_DRAW: u32 = 12;
+
+/// From 13: a tool call or a model call a fork's `--respond` answers
+/// takes the virtual time it took in the parent (the tool's served
+/// latency, the scripted reply's or the provider's `latency_ms`), so the
+/// events after it happen at the times they happened there; under 12 it
+/// took none, and every later event (and every time the world recorded)
+/// moved earlier by that much, so a fork that answered a call as
+/// recorded differed from its parent.
+pub const FORK_ANSWER_TAKES_ITS_LATENCY: u32 = 13;
 
 /// The rules of a header's `rules` (`None`: 0), or [`Later`] when a later
 /// worldline recorded them: what it changed is not known here.

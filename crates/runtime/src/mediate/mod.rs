@@ -640,8 +640,10 @@ impl Mediator {
                 // so the draws after it get theirs (rules 12).
                 let draw = call.starts_with("wasi:random/")
                     && self.rules() >= rules::FORK_ANSWER_TAKES_ITS_DRAW;
+                // Each takes the virtual time it took there (rules 13).
+                let mut took_ns = 0;
                 if counted && (kind == Some(Kind::ToolsCall) || draw) {
-                    drop(serve(&mut self.services, &request));
+                    took_ns = serve(&mut self.services, &request).latency_ns;
                 }
                 // A model call it answers takes its turn as in the parent
                 // too: the scripted reply it had is passed over, so the
@@ -650,7 +652,11 @@ impl Mediator {
                     && kind == Some(Kind::ModelComplete)
                     && self.rules() >= rules::FORK_ANSWER_TAKES_THE_MODEL_S_TURN
                 {
-                    self.services.model.pass_over(&request["request"]);
+                    let ms = self.services.model.pass_over(&request["request"]);
+                    took_ns = clock::ns_of_ms(ms);
+                }
+                if self.rules() < rules::FORK_ANSWER_TAKES_ITS_LATENCY {
+                    took_ns = 0;
                 }
                 // A fork made before this rule recorded its answer `read`
                 // whatever it was: its replay keeps what it recorded.
@@ -661,6 +667,7 @@ impl Mediator {
                 let effect = recorded.unwrap_or_else(|| answered_effect(call, &response));
                 ServiceReply {
                     injected: Some(json!({"action": worldline_log::log::event::FORK_RESPOND})),
+                    latency_ns: took_ns,
                     ..ServiceReply::with_effect(response, effect)
                 }
             }

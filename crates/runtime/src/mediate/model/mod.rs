@@ -145,13 +145,18 @@ impl ModelService {
     /// A call a fork's edit answered (`request` as it was sent): it counts
     /// as a call, and with the scripted provider the reply it would have
     /// had is passed over, so the calls after it are answered as in the
-    /// parent. No other provider is asked.
-    pub(in crate::mediate) fn pass_over(&mut self, request: &Value) {
+    /// parent. No other provider is asked. The virtual time (ms) the call
+    /// would have taken.
+    pub(in crate::mediate) fn pass_over(&mut self, request: &Value) -> u64 {
         self.calls += 1;
+        let mut latency = self.config.latency_ms;
         if matches!(self.config.provider, Provider::Scripted) {
             // Its reply is passed over; why there is none is not said.
-            let _ = self.scripted.choose(request, rules::CURRENT);
+            if let Ok(chosen) = self.scripted.choose(request, rules::CURRENT) {
+                latency = chat::table(&chosen.reply).latency_ms.unwrap_or(latency);
+            }
         }
+        latency
     }
 
     /// Answer `request` with the case's provider. `wall_ns` is virtual now;
