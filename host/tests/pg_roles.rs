@@ -467,6 +467,22 @@ fn a_viewer_walks_every_ui_route_without_a_raw_value_and_a_responders_raw_page_i
     assert!(!refused.stderr.contains("--unredacted"), "{refused}");
     assert!(refused.stderr.contains("redaction --set"), "{refused}");
 
+    // Two tokens of one name are refused: the audit could not tell them
+    // apart (both were issued).
+    let twice = worldline(
+        &t.responder,
+        [
+            "ui",
+            "--port",
+            "0",
+            "--token",
+            "a=viewer",
+            "--token",
+            "a=responder",
+        ],
+    );
+    twice.expect_code(2);
+    assert!(twice.stderr.contains("`a` is named twice"), "{twice}");
     // A UI connected as a responder serves each token its role's view.
     let ui = Ui::start(
         &t.responder,

@@ -1326,11 +1326,25 @@ fn a_policy_set_as_the_server_ends_its_connection_is_the_stores_failure() {
     let mut holder = pg.psql_spawn(&format!(
         "BEGIN; SELECT 1 FROM {schema}.redaction WHERE id = 1 FOR UPDATE; SELECT pg_sleep(60); COMMIT;"
     ));
+    // The row held before the policy is set (the holder is in its sleep).
+    let t0 = std::time::Instant::now();
+    let sleeping = format!(
+        "SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%{schema}.redaction%'"
+    );
+    let holds = loop {
+        let pid = pg.psql(&sleeping);
+        if !pid.is_empty() {
+            break pid;
+        }
+        assert!(t0.elapsed().as_secs() < 60, "the holder never held the row");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     let set = common::worldline_spawn(&store, ["redaction", "--set", s(&policy), "--json"]);
-    let waiting = "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%redaction%FOR UPDATE%' AND query NOT LIKE '%pg_sleep%'";
+    let waiting =
+        format!("SELECT pid FROM pg_stat_activity WHERE {holds} = ANY(pg_blocking_pids(pid))");
     let t0 = std::time::Instant::now();
     let pid = loop {
-        let pid = pg.psql(waiting);
+        let pid = pg.psql(&waiting);
         if !pid.is_empty() {
             break pid;
         }

@@ -81,6 +81,13 @@ pub fn parse(s: &str) -> Result<StoreUrl, String> {
                 sslmode = Some(SslMode::parse(&percent_decode(value))?);
                 shown_kept.push(pair);
             }
+            // The client's own certificate is not supported (decision
+            // 0256): the client library said "unknown option `sslcert`".
+            "sslcert" | "sslkey" => {
+                return Err(format!(
+                    "{key}: client certificates are not supported; authenticate with a password (in `PGPASSWORD`), over `sslmode=verify-full`"
+                ));
+            }
             "sslrootcert" => {
                 let file = percent_decode(value);
                 if file.is_empty() {
@@ -249,6 +256,10 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains("pw"), "{e}");
+        for key in ["sslcert", "sslkey"] {
+            let e = parse(&format!("postgres://db/evals?{key}=c.pem")).unwrap_err();
+            assert!(e.contains("client certificates are not supported"), "{e}");
+        }
         let e = parse("postgres://db/evals?sslmode=allow").unwrap_err();
         assert!(e.contains("prefer"), "{e}");
     }

@@ -132,6 +132,15 @@ pub(crate) fn readers(store: &StoreDir, cfg: &Config) -> Result<Vec<guard::Reade
             role: Some(db.role),
         }]);
     }
+    // A name given twice could not be told apart in the audit.
+    let mut named = std::collections::BTreeSet::new();
+    if let Some((twice, _)) = cfg.tokens.iter().find(|(name, _)| !named.insert(name)) {
+        return Err(worldline_case::error::InputError::new(
+            "--token",
+            format!("`{twice}` is named twice: the audit tells a token's reads by its name; give each token a name of its own"),
+        )
+        .into());
+    }
     cfg.tokens
         .iter()
         .map(|(name, role)| {

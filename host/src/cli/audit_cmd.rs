@@ -24,7 +24,7 @@ pub struct AuditArgs {
 }
 
 pub fn exec(args: AuditArgs) -> Result<ExitCode> {
-    let store = StoreDir::open_existing(&args.common.store)?;
+    let store = StoreDir::open_database_of(&args.common.store, "`audit`", false)?;
     let db = store.database_of("`audit`")?;
     store.require_raw("reading the audit")?;
     let since = args

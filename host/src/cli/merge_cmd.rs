@@ -34,7 +34,11 @@ pub struct MergeArgs {
 
 /// The shard reports of `suite` in the database store, named by partition.
 fn stored(args: &MergeArgs, suite: &str) -> Result<Vec<(PathBuf, Value)>> {
-    let store = worldline_store::store::StoreDir::open_existing(&args.common.store)?;
+    let store = worldline_store::store::StoreDir::open_database_of(
+        &args.common.store,
+        "merge --suite",
+        false,
+    )?;
     let db = store.database_of("merge --suite")?;
     if args.unredacted {
         store.audit_raw(None, &[], &format!("merge --suite {suite} --unredacted"))?;

@@ -23,10 +23,7 @@ pub struct RedactionArgs {
 pub fn exec(args: RedactionArgs) -> Result<ExitCode> {
     // Only a new policy may make the store (set before its first run); a
     // mistyped schema is not an empty store whose policy is the default.
-    let store = match &args.set {
-        Some(_) => StoreDir::open(&args.common.store)?,
-        None => StoreDir::open_existing(&args.common.store)?,
-    };
+    let store = StoreDir::open_database_of(&args.common.store, "`redaction`", args.set.is_some())?;
     let db = store.database_of("`redaction`")?;
     store.require_raw("the store's redaction policy")?;
     let Some(file) = &args.set else {

@@ -173,11 +173,38 @@ impl StoreDir {
 
     /// The database, or a refusal of `what` on a folder store.
     pub fn database_of(&self, what: &str) -> Result<&worldline_pgstore::Database, InputError> {
-        self.db.as_ref().ok_or_else(|| {
-            InputError::new(
-                &self.root,
-                format!("{what} is for a postgres:// store, which keeps it in its database; this is a folder store"),
-            )
-        })
+        self.db
+            .as_ref()
+            .ok_or_else(|| not_a_database(&self.root, what))
     }
+
+    /// Open the store at `root` for `what`, which only a database store
+    /// has (`audit`, `merge --suite`, `redaction`): a folder is refused
+    /// as it is named, nothing made there; a database schema that holds
+    /// no store is refused too ([`open_existing`](Self::open_existing))
+    /// unless `make` (a policy set before the store's first run).
+    pub fn open_database_of(
+        root: &std::path::Path,
+        what: &str,
+        make: bool,
+    ) -> anyhow::Result<Self> {
+        match root
+            .to_str()
+            .filter(|s| worldline_pgstore::url::is_postgres(s))
+        {
+            None => Err(not_a_database(root, what).into()),
+            Some(_) if make => Self::open(root),
+            Some(_) => Self::open_existing(root),
+        }
+    }
+}
+
+/// Why `what` is refused on the folder store at `root`.
+fn not_a_database(root: &std::path::Path, what: &str) -> InputError {
+    InputError::new(
+        root,
+        format!(
+            "{what} is for a postgres:// store, which keeps it in its database; this is a folder store"
+        ),
+    )
 }
