@@ -39,6 +39,9 @@ STDERR_TAIL = 4000
 # How long the cluster's address may take to accept a connection: Ray's
 # own client retries an address that never answers for many minutes.
 CONNECT_TIMEOUT_S = 10
+# How long a driver may take to join the cluster once it took the
+# connection (a loaded local cluster joins in a few seconds).
+INIT_TIMEOUT_S = 60
 # What a shard's worldline reads for a PostgreSQL store besides its
 # address (docs/cli.md "Database stores"), sent from the driver when set.
 STORE_ENV = ("PGPASSWORD", "PGSSLMODE", "PGSSLROOTCERT")
@@ -106,6 +109,12 @@ def run_command(cmd, what, env):
         ) from e
     if out.returncode not in (0, 1):
         tail = out.stderr.decode("utf-8", "replace")[-STDERR_TAIL:]
+        # With --json the reason is the report's error (stdout), not stderr.
+        try:
+            said = json.loads(out.stdout[:REPORT_CAP])["error"]["message"]
+            tail = f"{said}\n{tail}"
+        except (ValueError, TypeError, KeyError):
+            pass
         raise RecipeError(f"{what} exited {out.returncode}: {shown(cmd)}\n{tail}")
     if len(out.stdout) > REPORT_CAP:
         raise RecipeError(f"{what} printed more than {REPORT_CAP} bytes of JSON")
@@ -157,6 +166,40 @@ def unreachable(address, why):
     )
 
 
+def check_joinable(address):
+    """Refuse a cluster that takes the connection but that a driver here
+    cannot finish joining within INIT_TIMEOUT_S (Ray's client retries
+    such a one without end, e.g. when this machine's node address is not
+    one the cluster reaches): `ray.init` is tried first in a process of
+    its own, which is killed if it takes longer."""
+    probe = (
+        "import sys, ray\n"
+        "ray.init(address=sys.argv[1], log_to_driver=False, logging_level='ERROR')\n"
+        "ray.shutdown()\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", probe, address],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        _, err = child.communicate(timeout=INIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, 9)
+        child.wait()
+        raise unreachable(
+            address,
+            f"it took the connection, but a driver here had not joined it after {INIT_TIMEOUT_S} s; "
+            "a cluster whose nodes listen on an address this machine's Ray does not use as its own "
+            "(one started on loopback while this machine's address is another) is such a cluster",
+        ) from None
+    if child.returncode != 0:
+        tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
+        raise unreachable(address, tail[0])
+
+
 def check_reachable(address):
     """Refuse a `HOST:PORT` (or `ray://HOST:PORT`) that takes no TCP
     connection within CONNECT_TIMEOUT_S; `auto` and `local` are Ray's to
@@ -200,6 +243,8 @@ def fan_out(args):
     import ray
 
     check_reachable(args.address)
+    if args.address != "local":
+        check_joinable(args.address)
     # The password goes in the shards' environment, not on their command
     # lines (any user of a node reads another's); the environment goes as
     # the tasks' argument, not Ray's `runtime_env`, whose agent writes its
@@ -225,6 +270,13 @@ def fan_out(args):
         except ray.exceptions.RayTaskError as e:
             cause = e.cause if isinstance(getattr(e, "cause", None), RecipeError) else e
             raise RecipeError(str(cause)) from e
+        except ray.exceptions.RayError as e:
+            # A worker or a node that died (an OOM kill, a node gone): no
+            # report, and its shard's runs may be partly stored.
+            raise RecipeError(
+                f"a shard's Ray task ended without its report ({type(e).__name__}: {e}); "
+                "the runs it made are in the store: run the recipe again (each shard's report is replaced)"
+            ) from e
         suites = sorted({r["suite_id"] for r in results})
         if len(suites) != 1 or not suites[0]:
             raise RecipeError(f"the shards kept their reports under different suite ids: {suites}")
@@ -267,6 +319,8 @@ def parse_args(argv):
         p.error("--rollouts must be at least 1")
     if args.jobs < 1:
         p.error("--jobs must be at least 1")
+    if not args.cpus_per_shard > 0:
+        p.error("--cpus-per-shard must be more than 0")
     if args.shards < 0:
         p.error("--shards must be at least 1 (or 0 for the cluster's CPUs)")
     if not args.store.startswith(("postgres://", "postgresql://")):

@@ -425,6 +425,42 @@ fn the_ray_recipe_refuses_a_folder_store_before_reaching_a_cluster() {
     );
 }
 
+/// `--cpus-per-shard` of none or fewer is refused before a cluster is
+/// reached (exit 2): Ray's `ValueError` was a traceback, exit 1, which
+/// reads as a rollout that failed.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL, the pinned Python environments: run tests/run, which installs it"
+)]
+fn the_ray_recipe_refuses_no_cpus_per_shard() {
+    let dir = temp_dir();
+    for cpus in ["0", "-1"] {
+        let out = Command::new(ray_python())
+            .args(["-m", "worldline_ray", "--cases"])
+            .arg(dir.path())
+            .args([
+                "--rollouts",
+                "1",
+                "--address",
+                "127.0.0.1:1",
+                "--cpus-per-shard",
+                cpus,
+            ])
+            .args(["--store", "postgres://ci@127.0.0.1:1/evals"])
+            .env("PYTHONPATH", workspace_root().join("contrib/ray"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("running the recipe");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cpus}: {err}");
+        assert!(
+            err.contains("--cpus-per-shard must be more than 0"),
+            "{err}"
+        );
+    }
+}
+
 /// An address no cluster answers at is said at once (exit 2): Ray's own
 /// client retried it for many minutes without a word to the user.
 #[test]
