@@ -9,6 +9,7 @@
 
 #![deny(unreachable_pub)]
 
+mod helper;
 pub mod js;
 pub mod python;
 mod tree;

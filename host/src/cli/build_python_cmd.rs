@@ -64,8 +64,17 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
         wasi_wheels: args.wasi_wheels,
         no_deps: args.no_deps,
         python: args.python,
+        stopped: worldline_engine::native::Interrupt::noted,
     };
-    let built = python::build(&job, &mut |progress| eprintln!("{progress}"))?;
+    // SIGINT or SIGTERM stops the build: its helper (componentize-py,
+    // pip) is killed and its temporary folder removed, then the process
+    // ends by the signal (componentize-py ignored SIGINT and ran on).
+    let interrupt = worldline_engine::native::Interrupt::start();
+    let built = python::build(&job, &mut |progress| eprintln!("{progress}"));
+    if interrupt.arrived() {
+        interrupt.end();
+    }
+    let built = built?;
     if args.common.json {
         let doc = json!({
             "agent": built.output.display().to_string(),

@@ -373,6 +373,7 @@ pub(super) fn from_requirements(
     wasi_wheels: Option<&Path>,
     no_deps: bool,
     into: &Path,
+    stopped: fn() -> bool,
 ) -> Result<()> {
     let text = bounded::read_text(file, bounded::DOCUMENT)
         .map_err(|e| InputError::new(file, format!("cannot read the requirements: {e}")))?;
@@ -424,18 +425,20 @@ pub(super) fn from_requirements(
             ])
         }
     };
-    let out = pip
-        .args(["--python-version", SANDBOX_PYTHON, "--target"])
+    pip.args(["--python-version", SANDBOX_PYTHON, "--target"])
         .arg(into)
         .arg("-r")
-        .arg(file)
-        .output()
-        .map_err(|e| {
-            InputError::new(
-                python,
-                format!("cannot run it ({e}); pass --python with a Python that has pip"),
-            )
-        })?;
+        .arg(file);
+    let out = crate::helper::output(&mut pip, &stopped).map_err(|e| match e
+        .is::<crate::helper::Stopped>()
+    {
+        true => e,
+        false => InputError::new(
+            python,
+            format!("cannot run it ({e}); pass --python with a Python that has pip"),
+        )
+        .into(),
+    })?;
     if out.status.success() {
         // Console scripts are of no use inside the sandbox.
         let _ = std::fs::remove_dir_all(into.join("bin"));

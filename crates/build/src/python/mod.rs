@@ -171,6 +171,9 @@ pub struct PythonBuild {
     /// The Python whose pip installs `requirements` (default: the one beside
     /// componentize-py, else `python3`).
     pub python: Option<PathBuf>,
+    /// Whether the build is asked to stop (a signal its caller noted): its
+    /// helper is killed, and the build ends with [`crate::helper::Stopped`].
+    pub stopped: fn() -> bool,
 }
 
 /// What a build is doing, for the caller to show: the slow steps said
@@ -394,6 +397,7 @@ pub fn build(job: &PythonBuild, progress: &mut dyn FnMut(Progress)) -> Result<Py
             job.wasi_wheels.as_deref(),
             job.no_deps,
             &deps,
+            job.stopped,
         )?;
     }
 
@@ -442,7 +446,7 @@ pub fn build(job: &PythonBuild, progress: &mut dyn FnMut(Progress)) -> Result<Py
         service: job.service,
     });
     let started = std::time::Instant::now();
-    let out = componentize
+    componentize
         // Its Rust backtrace says nothing of the agent's error.
         .env("RUST_BACKTRACE", "0")
         .env("RUST_LIB_BACKTRACE", "0")
@@ -453,8 +457,8 @@ pub fn build(job: &PythonBuild, progress: &mut dyn FnMut(Progress)) -> Result<Py
         .arg("-p")
         .arg(work.path().join("sdk"))
         .arg("-o")
-        .arg(&built)
-        .output()
+        .arg(&built);
+    let out = crate::helper::output(&mut componentize, &job.stopped)
         .with_context(|| format!("running {}", job.componentize_py.display()))?;
     if !out.status.success() {
         let said = format!(

@@ -221,6 +221,12 @@ impl Interrupt {
         received()
     }
 
+    /// [`arrived`](Self::arrived) for a caller that holds no `Interrupt`
+    /// (a build's helper polls it while the command holds one).
+    pub fn noted() -> bool {
+        received()
+    }
+
     /// The signal that arrived (`SIGINT`, `SIGTERM`), if one did.
     pub fn signal(&self) -> Option<&'static str> {
         interrupted()
