@@ -109,12 +109,18 @@ def run_command(cmd, what, env):
         ) from e
     if out.returncode not in (0, 1):
         tail = out.stderr.decode("utf-8", "replace")[-STDERR_TAIL:]
-        # With --json the reason is the report's error (stdout), not stderr.
+        # With --json the reason is in the report (stdout), not stderr: its
+        # error, or the cases that could not be read.
         try:
-            said = json.loads(out.stdout[:REPORT_CAP])["error"]["message"]
-            tail = f"{said}\n{tail}"
-        except (ValueError, TypeError, KeyError):
-            pass
+            report = json.loads(out.stdout[:REPORT_CAP])
+        except ValueError:
+            report = None
+        if isinstance(report, dict):
+            said = [report["error"]] if isinstance(report.get("error"), dict) else []
+            said += [e for e in report.get("collection_errors") or [] if isinstance(e, dict)]
+            where = lambda e: ":".join(str(e[k]) for k in ("file", "line") if e.get(k))
+            lines = [f"{where(e)}: {e.get('message')}".lstrip(": ") for e in said]
+            tail = "\n".join([*lines, tail])
         raise RecipeError(f"{what} exited {out.returncode}: {shown(cmd)}\n{tail}")
     if len(out.stdout) > REPORT_CAP:
         raise RecipeError(f"{what} printed more than {REPORT_CAP} bytes of JSON")

@@ -243,6 +243,38 @@ fn the_ray_recipe_shows_no_password_of_an_address() {
     );
 }
 
+/// A shard's worldline that exits 2 is said with why: its `--json`
+/// report's error, or the cases it could not read, with file and line
+/// (the recipe said only the command, the reason being on the stdout it
+/// dropped).
+#[test]
+fn the_ray_recipe_says_why_a_shard_could_not_run() {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, json, worldline_ray as w\n\
+             report = {'collection_errors': [{'file': 'cases/b.toml', 'line': 1, 'message': 'world `nosuch@v1` not found'}]}\n\
+             try:\n\
+             \x20   w.run_command([sys.executable, '-c', 'import sys; print(sys.argv[1]); sys.exit(2)', json.dumps(report)], 'shard 1/2', {})\n\
+             except w.RecipeError as e:\n\
+             \x20   print(e)",
+        ])
+        .env("PYTHONPATH", workspace_root().join("contrib/ray"))
+        .output()
+        .expect("running python3");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.starts_with("shard 1/2 exited 2: "), "{said}");
+    assert!(
+        said.contains("cases/b.toml:1: world `nosuch@v1` not found"),
+        "{said}"
+    );
+}
+
 /// The address of `store` without its password.
 fn without_password(store: &str) -> String {
     let shown = store.replace(&format!(":{}@", pg::PASSWORD), "@");
