@@ -745,3 +745,49 @@ fn a_python_build_stopped_by_ctrl_c_leaves_nothing_running_or_behind() {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// Two builds of the same sources at once give the same bytes: the
+/// second to end takes the first's kept build (the last to end replaced
+/// the first's in the cache, and the first's output matched no build
+/// again).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
+fn two_builds_of_the_same_sources_at_once_give_the_same_bytes() {
+    let dir = common::temp_dir();
+    // The agent's folder holds its sources only (the cache is outside).
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    let agent = dir.path().join("src/agent.py");
+    let unique = dir.path().display().to_string();
+    std::fs::write(
+        &agent,
+        format!("import worldline_guest\n\n\n@worldline_guest.agent\ndef run(task):\n    return {unique:?}\n"),
+    )
+    .unwrap();
+    let build = |n: u32| {
+        common::cli()
+            .arg("build-python")
+            .arg(&agent)
+            .arg("-o")
+            .arg(dir.path().join(format!("agent{n}.wasm")))
+            .env("WORLDLINE_BUILD_CACHE", dir.path().join("cache"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (build(1), build(2));
+    for child in [a, b] {
+        common::CliOutput::of(child.wait_with_output().unwrap()).expect_code(0);
+    }
+    let bytes = |n: u32| std::fs::read(dir.path().join(format!("agent{n}.wasm"))).unwrap();
+    assert!(
+        bytes(1) == bytes(2),
+        "two builds of the same sources differ"
+    );
+    // And a third, later, gives them too (from the cache).
+    common::CliOutput::of(build(3).wait_with_output().unwrap()).expect_code(0);
+    assert!(bytes(3) == bytes(1));
+}

@@ -499,8 +499,9 @@ pub fn build(job: &PythonBuild, progress: &mut dyn FnMut(Progress)) -> Result<Py
     });
     let bytes = std::fs::read(&built)
         .with_context(|| format!("reading the built component {}", built.display()))?;
+    let (bytes, kept) = reuse::keep_first(&key, bytes);
     worldline_case::output::write(&output, &bytes)?;
-    if let Err(error) = reuse::keep(&key, &bytes) {
+    if let Err(error) = kept {
         progress(Progress::NotKept {
             folder: &reuse::folder(),
             error: error.to_string(),

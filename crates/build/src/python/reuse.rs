@@ -142,12 +142,44 @@ pub(super) fn kept(key: &str) -> Option<Vec<u8>> {
     (worldline_case::canon::sha256_hex(&bytes) == sha.trim()).then_some(bytes)
 }
 
-/// Keep `bytes` as the build for `key` (written whole or not at all; a
-/// cache that cannot be written is the caller's to report: it is not an
-/// error of the build).
-pub(crate) fn keep(key: &str, bytes: &[u8]) -> std::io::Result<()> {
+/// Keep `bytes` as the build for `key`, unless another build of the same
+/// sources (two at once) kept its own first: the bytes kept, which the
+/// caller writes, so two builds of the same sources give the same bytes
+/// (the last to end replaced the first's, and the first's output was
+/// never seen again). One process at a time holds the key's lock file
+/// while it looks and keeps. A cache that cannot be written is the
+/// caller's to report (the second of what this returns): it is not an
+/// error of the build, whose own bytes are returned then.
+pub(crate) fn keep_first(key: &str, bytes: Vec<u8>) -> (Vec<u8>, std::io::Result<()>) {
     let dir = folder();
-    std::fs::create_dir_all(&dir)?;
+    let lock = std::fs::create_dir_all(&dir).and_then(|()| {
+        let file = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(format!(".{key}.lock")))?;
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: flock(2) of a file this process opened; the lock goes
+        // with the file when it is closed.
+        match unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } {
+            0 => Ok(file),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    });
+    let _held = match lock {
+        Ok(file) => file,
+        Err(e) => return (bytes, Err(e)),
+    };
+    if let Some(first) = kept(key) {
+        return (first, Ok(()));
+    }
+    let done = keep(key, &bytes);
+    (bytes, done)
+}
+
+/// Keep `bytes` as the build for `key` (written whole or not at all).
+fn keep(key: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = folder();
     for (ext, data) in [
         ("wasm", bytes.to_vec()),
         (
