@@ -791,3 +791,56 @@ fn two_builds_of_the_same_sources_at_once_give_the_same_bytes() {
     common::CliOutput::of(build(3).wait_with_output().unwrap()).expect_code(0);
     assert!(bytes(3) == bytes(1));
 }
+
+/// The agent's folder as Python reads it: a package reached through a
+/// folder link is built in (it was left out, the build failing with
+/// `ModuleNotFoundError` as if it were not there), and a file that cannot
+/// be read is exit 2 naming it and what to do (it was exit 4, "reading
+/// ...: Input/output error").
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
+fn a_linked_package_is_built_in_and_an_unreadable_file_is_named() {
+    let dir = common::temp_dir();
+    let (src, shared) = (dir.path().join("src"), dir.path().join("shared/helpers"));
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::write(shared.join("__init__.py"), "").unwrap();
+    std::fs::write(shared.join("words.py"), "WORD = 'linked'\n").unwrap();
+    std::os::unix::fs::symlink(&shared, src.join("helpers")).unwrap();
+    let agent = src.join("agent.py");
+    let unique = dir.path().display().to_string();
+    std::fs::write(
+        &agent,
+        format!("import worldline_guest\nfrom helpers.words import WORD\n\n\n@worldline_guest.agent\ndef run(task):\n    return WORD + {unique:?}\n"),
+    )
+    .unwrap();
+    let build = || {
+        common::worldline_env(
+            [
+                OsStr::new("build-python"),
+                agent.as_os_str(),
+                OsStr::new("-o"),
+                dir.path().join("agent.wasm").as_os_str(),
+                OsStr::new("--json"),
+            ],
+            &[(
+                "WORLDLINE_BUILD_CACHE",
+                &dir.path().join("cache").to_string_lossy(),
+            )],
+        )
+    };
+    build().expect_code(0);
+    // A file whose every read fails (as a root-only file does for a user).
+    std::os::unix::fs::symlink("/proc/self/mem", src.join("data.bin")).unwrap();
+    let out = build();
+    out.expect_code(2);
+    assert_eq!(
+        out.json()["error"]["file"],
+        src.join("data.bin").to_str().unwrap(),
+        "{out}"
+    );
+    assert!(out.stderr.contains("move it out of the folder"), "{out}");
+}

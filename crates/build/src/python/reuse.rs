@@ -15,7 +15,9 @@
 
 use anyhow::{Context as _, Result};
 use sha2::{Digest, Sha256};
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
+use worldline_case::error::InputError;
 
 /// What a build's bytes depend on, hashed in a fixed order.
 pub(super) struct Key(Sha256);
@@ -35,12 +37,17 @@ impl Key {
 
     /// Add a file's name (under `label`) and bytes.
     fn file(&mut self, label: &str, rel: &str, bytes: &[u8]) {
+        self.name(label, rel, bytes.len() as u64);
+        self.0.update(bytes);
+    }
+
+    /// Add a file's name (under `label`) and length: its bytes follow.
+    fn name(&mut self, label: &str, rel: &str, len: u64) {
         for part in [label.as_bytes(), rel.as_bytes()] {
             self.0.update(part);
             self.0.update(b"\0");
         }
-        self.0.update((bytes.len() as u64).to_le_bytes());
-        self.0.update(bytes);
+        self.0.update(len.to_le_bytes());
     }
 
     /// Add embedded files (the WIT, the SDK, the main module).
@@ -71,20 +78,55 @@ impl Key {
         into: Option<&Path>,
     ) -> Result<()> {
         let mut files = Vec::new();
-        walk(dir, dir, &mut files)?;
+        walk(dir, dir, &mut files, &mut Vec::new())?;
         files.sort();
         for (rel, path) in files {
-            let bytes =
-                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-            self.file(label, &rel, &bytes);
-            if let Some(into) = into {
-                let copy = into.join(&rel);
-                if let Some(parent) = copy.parent() {
-                    std::fs::create_dir_all(parent)
-                        .with_context(|| format!("creating {}", parent.display()))?;
+            let unreadable = |e: std::io::Error| {
+                InputError::new(
+                    &path,
+                    format!(
+                        "cannot read it ({e}): a build hashes and copies every file of the agent's folder; make it readable, or move it out of the folder (a name starting with `.` is left out)"
+                    ),
+                )
+            };
+            let mut file = std::fs::File::open(&path).map_err(unreadable)?;
+            let len = file.metadata().map_err(unreadable)?.len();
+            let mut copy = match into {
+                Some(into) => {
+                    let copy = into.join(&rel);
+                    if let Some(parent) = copy.parent() {
+                        std::fs::create_dir_all(parent)
+                            .with_context(|| format!("creating {}", parent.display()))?;
+                    }
+                    let made = std::fs::File::create(&copy)
+                        .with_context(|| format!("writing {}", copy.display()))?;
+                    Some((made, copy))
                 }
-                std::fs::write(&copy, &bytes)
-                    .with_context(|| format!("writing {}", copy.display()))?;
+                None => None,
+            };
+            // Read a piece at a time: a large file beside the agent (data,
+            // a log) is hashed and copied without being held whole.
+            self.name(label, &rel, len);
+            let mut piece = vec![0u8; 1 << 16];
+            let mut read = 0u64;
+            loop {
+                let n = file.read(&mut piece).map_err(unreadable)?;
+                if n == 0 {
+                    break;
+                }
+                read += n as u64;
+                self.0.update(&piece[..n]);
+                if let Some((made, at)) = copy.as_mut() {
+                    made.write_all(&piece[..n])
+                        .with_context(|| format!("writing {}", at.display()))?;
+                }
+            }
+            if read != len {
+                return Err(InputError::new(
+                    &path,
+                    "changed while the build read it: build again once nothing writes it",
+                )
+                .into());
             }
         }
         Ok(())
@@ -95,8 +137,27 @@ impl Key {
     }
 }
 
-fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> Result<()> {
-    let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+/// The files under `dir` (of `root`) a build takes; a folder reached
+/// through a link is walked as Python imports from it (it was left out,
+/// and its package said to be missing), once (`seen`: the folders on the
+/// way, so a link to one of them is no loop).
+fn walk(
+    root: &Path,
+    dir: &Path,
+    out: &mut Vec<(String, PathBuf)>,
+    seen: &mut Vec<PathBuf>,
+) -> Result<()> {
+    let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if seen.contains(&real) {
+        return Ok(());
+    }
+    seen.push(real);
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        InputError::new(
+            dir,
+            format!("cannot read the folder ({e}): a build hashes and copies every file of the agent's folder; make it readable, or move it out"),
+        )
+    })?;
     for entry in entries {
         let entry = entry?;
         let path = entry.path();
@@ -107,13 +168,14 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> Result<()>
         {
             continue;
         }
-        if kind.is_dir() {
-            walk(root, &path, out)?;
+        if kind.is_dir() || (kind.is_symlink() && path.is_dir()) {
+            walk(root, &path, out, seen)?;
         } else if !(name.ends_with(".wasm") || name.ends_with(".pyc")) && path.is_file() {
             let rel = path.strip_prefix(root).unwrap_or(&path);
             out.push((rel.to_string_lossy().replace('\\', "/"), path));
         }
     }
+    seen.pop();
     Ok(())
 }
 
