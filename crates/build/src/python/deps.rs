@@ -279,11 +279,16 @@ pub(super) fn python_beside(componentize_py: &Path) -> PathBuf {
 /// names one of `names`: `file` and line 0 when none does. Files are read
 /// to a depth of 8, each once, as far as they read.
 fn where_named(file: &Path, text: &str, names: &[String]) -> (PathBuf, usize) {
+    where_line(file, text, &|t| line_naming(t, names))
+}
+
+/// [`where_named`] of the first line `line_of` finds (1-based; 0: none).
+fn where_line(file: &Path, text: &str, line_of: &dyn Fn(&str) -> usize) -> (PathBuf, usize) {
     let key = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let mut seen = vec![key(file)];
     let mut queue = vec![(file.to_path_buf(), text.to_string(), 0)];
     while let Some((path, text, depth)) = queue.pop() {
-        let line = line_naming(&text, names);
+        let line = line_of(&text);
         if line > 0 {
             return (path, line);
         }
@@ -377,6 +382,26 @@ pub(super) fn from_requirements(
 ) -> Result<()> {
     let text = bounded::read_text(file, bounded::DOCUMENT)
         .map_err(|e| InputError::new(file, format!("cannot read the requirements: {e}")))?;
+    // An editable install is a hook pointing at the package's folder,
+    // outside the build (the build then failed: no module), and pip
+    // wrote its metadata into that folder: refused as `--venv` refuses it.
+    let (named_in, line) = where_line(file, &text, &|t| {
+        (t.lines())
+            .position(|l| {
+                let l = l.trim_start();
+                l == "-e" || l.starts_with("-e ") || l.starts_with("--editable")
+            })
+            .map_or(0, |i| i + 1)
+    });
+    if line > 0 {
+        return Err(InputError::new(
+            named_in,
+            "an editable requirement (`-e`) is installed as a hook that imports from its folder, \
+             outside the build: name the package's folder or wheel without -e",
+        )
+        .with_line(line)
+        .into());
+    }
     let mut pip = Command::new(python);
     pip.args([
         "-m",
@@ -404,10 +429,16 @@ pub(super) fn from_requirements(
         ]),
         Some(dir) => {
             if !dir.is_dir() {
+                let what = match dir.exists() {
+                    true => "is no folder",
+                    false => "no such folder",
+                };
                 return Err(InputError::new(
                     dir,
-                    "no such folder; pass the folder of WASI wheels that \
-                     tests/python-wasi-wheels.sh builds",
+                    format!(
+                        "{what}; pass the folder of WASI wheels that \
+                         tests/python-wasi-wheels.sh builds"
+                    ),
                 )
                 .into());
             }
@@ -507,6 +538,24 @@ pub(super) fn from_requirements(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An editable line is refused naming its file and line, in the file
+    /// given or one it takes in, before pip runs (pip installed a hook
+    /// pointing outside the build, which then failed: no module).
+    #[test]
+    fn an_editable_requirement_is_refused_naming_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let outer = dir.path().join("r.txt");
+        std::fs::write(&outer, "httpx==0.28.1\n-r more.txt\n").unwrap();
+        std::fs::write(dir.path().join("more.txt"), "# mine\n-e ./pkg\n").unwrap();
+        let into = dir.path().join("deps");
+        let python = Path::new("/nonexistent/python");
+        let e = from_requirements(&outer, python, None, false, &into, || false).unwrap_err();
+        let e = e.downcast_ref::<InputError>().expect("an input error");
+        assert_eq!(e.file, dir.path().join("more.txt"));
+        assert_eq!(e.line.map(|(line, _)| line), Some(2));
+        assert!(e.message.contains("without -e"), "{}", e.message);
+    }
 
     #[test]
     fn a_venv_that_is_a_file_is_said_to_be_one() {
