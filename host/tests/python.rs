@@ -669,6 +669,20 @@ fn a_print_past_64_kib_is_kept_whole_to_the_limit_and_counted_past_it() {
     }
 }
 
+/// `DIR/agent.py`, an agent no build made before (it returns its own
+/// folder's path, after `imports`): nothing is taken from the build cache.
+fn fresh_agent(dir: &Path, imports: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let agent = dir.join("agent.py");
+    let unique = dir.display().to_string();
+    std::fs::write(
+        &agent,
+        format!("import worldline_guest\n{imports}\n\n@worldline_guest.agent\ndef run(task):\n    return {unique:?}\n"),
+    )
+    .unwrap();
+    agent
+}
+
 /// `build-python` stopped by Ctrl-C (SIGINT to its process group, as a
 /// terminal sends it) ends by the signal, componentize-py with it, and
 /// leaves no temporary folder: componentize-py ignored SIGINT and ran on
@@ -681,14 +695,7 @@ fn a_print_past_64_kib_is_kept_whole_to_the_limit_and_counted_past_it() {
 fn a_python_build_stopped_by_ctrl_c_leaves_nothing_running_or_behind() {
     use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
     let dir = common::temp_dir();
-    let agent = dir.path().join("agent.py");
-    // Sources no build made before: nothing is taken from the cache.
-    let unique = dir.path().display().to_string();
-    std::fs::write(
-        &agent,
-        format!("import worldline_guest\n\n\n@worldline_guest.agent\ndef run(task):\n    return {unique:?}\n"),
-    )
-    .unwrap();
+    let agent = fresh_agent(dir.path(), "");
     let tmp = dir.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let mut build = common::cli()
@@ -758,14 +765,7 @@ fn a_python_build_stopped_by_ctrl_c_leaves_nothing_running_or_behind() {
 fn two_builds_of_the_same_sources_at_once_give_the_same_bytes() {
     let dir = common::temp_dir();
     // The agent's folder holds its sources only (the cache is outside).
-    std::fs::create_dir_all(dir.path().join("src")).unwrap();
-    let agent = dir.path().join("src/agent.py");
-    let unique = dir.path().display().to_string();
-    std::fs::write(
-        &agent,
-        format!("import worldline_guest\n\n\n@worldline_guest.agent\ndef run(task):\n    return {unique:?}\n"),
-    )
-    .unwrap();
+    let agent = fresh_agent(&dir.path().join("src"), "");
     let build = |n: u32| {
         common::cli()
             .arg("build-python")
@@ -810,13 +810,7 @@ fn a_linked_package_is_built_in_and_an_unreadable_file_is_named() {
     std::fs::write(shared.join("__init__.py"), "").unwrap();
     std::fs::write(shared.join("words.py"), "WORD = 'linked'\n").unwrap();
     std::os::unix::fs::symlink(&shared, src.join("helpers")).unwrap();
-    let agent = src.join("agent.py");
-    let unique = dir.path().display().to_string();
-    std::fs::write(
-        &agent,
-        format!("import worldline_guest\nfrom helpers.words import WORD\n\n\n@worldline_guest.agent\ndef run(task):\n    return WORD + {unique:?}\n"),
-    )
-    .unwrap();
+    let agent = fresh_agent(&src, "from helpers.words import WORD\n");
     let build = || {
         common::worldline_env(
             [
