@@ -213,6 +213,10 @@ fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
 /// user, percent-encoded or not (worldline takes a `/` in it as it is),
 /// or as libpq's `password=` key. The last two were shown whole.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn the_ray_recipe_shows_no_password_of_an_address() {
     let out = Command::new("python3")
         .args([
