@@ -27,6 +27,19 @@ impl std::error::Error for Stopped {}
 /// [`Command::output`] does (its stdin empty), unless `stopped()` turns
 /// true first: it is killed then, and the error is [`Stopped`].
 pub(crate) fn output(command: &mut Command, stopped: &dyn Fn() -> bool) -> anyhow::Result<Output> {
+    run(command, stopped, false)
+}
+
+/// [`output`] with `command`'s stderr the caller's own (its warnings
+/// shown as they come), none collected.
+pub(crate) fn output_showing_stderr(
+    command: &mut Command,
+    stopped: &dyn Fn() -> bool,
+) -> anyhow::Result<Output> {
+    run(command, stopped, true)
+}
+
+fn run(command: &mut Command, stopped: &dyn Fn() -> bool, shown: bool) -> anyhow::Result<Output> {
     // SAFETY: prctl(2) only, between fork and exec.
     unsafe {
         command.pre_exec(|| {
@@ -34,10 +47,14 @@ pub(crate) fn output(command: &mut Command, stopped: &dyn Fn() -> bool) -> anyho
             Ok(())
         });
     }
+    let stderr = match shown {
+        true => Stdio::inherit(),
+        false => Stdio::piped(),
+    };
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(stderr)
         .spawn()?;
     let drain = |mut from: Box<dyn std::io::Read + Send>| {
         std::thread::spawn(move || {
@@ -47,7 +64,7 @@ pub(crate) fn output(command: &mut Command, stopped: &dyn Fn() -> bool) -> anyho
         })
     };
     let stdout = drain(Box::new(child.stdout.take().expect("piped")));
-    let stderr = drain(Box::new(child.stderr.take().expect("piped")));
+    let stderr = child.stderr.take().map(|e| drain(Box::new(e)));
     let status = loop {
         if let Some(status) = child.try_wait()? {
             break status;
@@ -62,6 +79,6 @@ pub(crate) fn output(command: &mut Command, stopped: &dyn Fn() -> bool) -> anyho
     Ok(Output {
         status,
         stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
+        stderr: stderr.map_or_else(Vec::new, |e| e.join().unwrap_or_default()),
     })
 }

@@ -36,6 +36,9 @@ pub struct BuildJsArgs {
 }
 
 pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
+    // SIGINT or SIGTERM stops the build: its Node process is killed and
+    // its temporary folder removed, then the process ends by the signal.
+    let interrupt = worldline_engine::native::Interrupt::start();
     let built = js::build(&js::JsBuild {
         agent: args.agent,
         output: args.output,
@@ -44,7 +47,12 @@ pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
         typecheck: args.typecheck,
         minify: args.minify,
         quiet: args.common.json,
-    })?;
+        stopped: worldline_engine::native::Interrupt::noted,
+    });
+    if interrupt.arrived() {
+        interrupt.end();
+    }
+    let built = built?;
     if args.common.json {
         let doc = json!({
             "agent": built.output.display().to_string(),

@@ -151,7 +151,12 @@ fn export_target<'v>(target: &'v serde_json::Value, order: &[&str]) -> Option<&'
 
 /// `tsc --noEmit -p agent_dir` with the toolchain's TypeScript; every
 /// error as `file:line:column: message` in one input error.
-pub(crate) fn typecheck(node: &Path, toolchain: &Path, agent_dir: &Path) -> Result<()> {
+pub(crate) fn typecheck(
+    node: &Path,
+    toolchain: &Path,
+    agent_dir: &Path,
+    stopped: fn() -> bool,
+) -> Result<()> {
     let (name, version) = TYPESCRIPT;
     let tsc = toolchain.join("node_modules").join(name).join("bin/tsc");
     let installed = std::fs::read_to_string(
@@ -187,12 +192,13 @@ pub(crate) fn typecheck(node: &Path, toolchain: &Path, agent_dir: &Path) -> Resu
         }
         None => agent_dir.to_path_buf(),
     };
-    let out = Command::new(node)
+    let mut tsc_run = Command::new(node);
+    tsc_run
         .arg(&tsc)
         .args(["--noEmit", "--pretty", "false", "-p"])
         .arg(&config)
-        .current_dir(agent_dir)
-        .output()
+        .current_dir(agent_dir);
+    let out = crate::helper::output(&mut tsc_run, &stopped)
         .with_context(|| format!("running {} {}", node.display(), tsc.display()))?;
     if out.status.success() {
         return Ok(());

@@ -53,7 +53,7 @@ use crate::tree::write_tree;
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use worldline_case::canon;
 use worldline_case::error::InputError;
 use worldline_case::wit;
@@ -133,6 +133,9 @@ pub struct JsBuild {
     /// Keep the driver's own stderr (Node's warnings) out of the caller's
     /// stderr, for a caller that prints only JSON.
     pub quiet: bool,
+    /// Whether the build is asked to stop (a signal its caller noted): its
+    /// Node process is killed, and the build ends with an error.
+    pub stopped: fn() -> bool,
 }
 
 /// What was built.
@@ -173,7 +176,7 @@ pub fn build(job: &JsBuild) -> Result<JsBuilt> {
     // The `worldline` module's types, for tsc and editors in the agent's folder.
     editor::write_types(&agent_dir)?;
     if job.typecheck {
-        editor::typecheck(&job.node, &tools, &agent_dir)?;
+        editor::typecheck(&job.node, &tools, &agent_dir, job.stopped)?;
     }
 
     let work = tempfile::Builder::new()
@@ -201,17 +204,15 @@ pub fn build(job: &JsBuild) -> Result<JsBuilt> {
         "agentPackages": toolchain::agent_packages(&std::path::absolute(&tools)?),
         "minify": job.minify,
     });
-    let out = Command::new(&job.node)
+    let mut driver = Command::new(&job.node);
+    driver
         .arg(work.path().join("driver.mjs"))
-        .arg(config.to_string())
-        .stdin(Stdio::null())
-        .stderr(if job.quiet {
-            Stdio::piped()
-        } else {
-            Stdio::inherit()
-        })
-        .output()
-        .with_context(|| format!("running {}", job.node.display()))?;
+        .arg(config.to_string());
+    let out = match job.quiet {
+        true => crate::helper::output(&mut driver, &job.stopped),
+        false => crate::helper::output_showing_stderr(&mut driver, &job.stopped),
+    }
+    .with_context(|| format!("running {}", job.node.display()))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let result: Option<Value> = stdout
         .lines()
