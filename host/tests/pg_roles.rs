@@ -678,9 +678,14 @@ fn merge_reads_a_suites_shards_from_the_database() {
     );
     raw.expect_code(1);
     assert!(raw.stdout.contains("someone.else@example.com"), "{raw}");
+    // A row for each run the raw reports name (it was one, naming none).
     let audit = worldline(&t.responder, ["audit", "--json"]);
-    let last = audit.json().as_array().unwrap().last().unwrap().clone();
-    assert_eq!(last["command"], "merge --suite nightly-7 --unredacted");
+    let rows: Vec<serde_json::Value> = (audit.json().as_array().unwrap().iter())
+        .filter(|r| r["command"] == "merge --suite nightly-7 --unredacted")
+        .cloned()
+        .collect();
+    assert_eq!(rows.len(), 4, "{audit}");
+    assert!(rows.iter().all(|r| r["run_id"].is_string()), "{audit}");
     let missing = worldline(&t.viewer, ["merge", "--suite", "nope"]);
     missing.expect_code(2);
     assert!(

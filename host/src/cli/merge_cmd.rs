@@ -40,8 +40,9 @@ fn stored(args: &MergeArgs, suite: &str) -> Result<Vec<(PathBuf, Value)>> {
         false,
     )?;
     let db = store.database_of("merge --suite")?;
+    let command = format!("merge --suite {suite} --unredacted");
     if args.unredacted {
-        store.audit_raw(None, &[], &format!("merge --suite {suite} --unredacted"))?;
+        store.require_raw(&command)?;
     }
     let shards = db
         .shards(suite, !args.unredacted)
@@ -56,7 +57,7 @@ fn stored(args: &MergeArgs, suite: &str) -> Result<Vec<(PathBuf, Value)>> {
         )
         .into());
     }
-    shards
+    let docs: Vec<(PathBuf, Value)> = shards
         .into_iter()
         .map(|(part, text)| {
             let name = PathBuf::from(format!("{suite} shard {part}"));
@@ -64,7 +65,19 @@ fn stored(args: &MergeArgs, suite: &str) -> Result<Vec<(PathBuf, Value)>> {
                 .map_err(|e| InputError::json(&name, "is not a JSON report", &e))?;
             Ok((name, doc))
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    // Audited before anything is shown, a row for each run the raw
+    // reports name (it was one row naming none).
+    if args.unredacted {
+        let runs: std::collections::BTreeSet<&str> = (docs.iter())
+            .flat_map(|(_, doc)| doc["cases"].as_array().into_iter().flatten())
+            .flat_map(|case| case["run_ids"].as_array().into_iter().flatten())
+            .filter_map(Value::as_str)
+            .collect();
+        let runs: Vec<&str> = runs.into_iter().collect();
+        store.audit_raw(None, &runs, &command)?;
+    }
+    Ok(docs)
 }
 
 pub fn exec(args: MergeArgs) -> Result<ExitCode> {
