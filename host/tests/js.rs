@@ -1041,7 +1041,6 @@ fn the_user_and_approval_channels_reach_a_js_agent_recorded_and_replayed() {
     ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
 )]
 fn a_js_build_stopped_by_ctrl_c_leaves_nothing_running_or_behind() {
-    use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
     let dir = temp_dir();
     let src = dir.path().join("src");
     std::fs::create_dir_all(&src).unwrap();
@@ -1051,56 +1050,15 @@ fn a_js_build_stopped_by_ctrl_c_leaves_nothing_running_or_behind() {
         &agent,
     )
     .unwrap();
-    let tmp = dir.path().join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let mut build = common::cli()
-        .arg("build-js")
-        .arg(&agent)
-        .arg("-o")
-        .arg(dir.path().join("agent.wasm"))
-        .env("TMPDIR", &tmp)
-        .process_group(0)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let pgid = build.id() as i32;
-    let drivers = || -> Vec<u32> {
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            // SAFETY: getpgid(2) of a pid read from /proc.
-            let group = unsafe { libc::getpgid(pid as i32) };
-            if group == pgid && cmd.split(|&b| b == 0).any(|a| a.ends_with(b"driver.mjs")) {
-                found.push(pid);
-            }
-        }
-        found
-    };
-    let t0 = std::time::Instant::now();
-    while drivers().is_empty() {
-        assert!(
-            t0.elapsed().as_secs() < 120,
-            "the build's driver never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    // SAFETY: kill(2) of the process group this test started.
-    unsafe { libc::kill(-pgid, libc::SIGINT) };
-    let status = build.wait().unwrap();
-    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
-    let t0 = std::time::Instant::now();
-    while !drivers().is_empty() {
-        assert!(t0.elapsed().as_secs() < 10, "the driver ran on");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let left: Vec<_> = std::fs::read_dir(&tmp)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    let out = dir.path().join("agent.wasm");
+    common::stopped_build(
+        &[
+            OsStr::new("build-js"),
+            agent.as_os_str(),
+            OsStr::new("-o"),
+            out.as_os_str(),
+        ],
+        &dir.path().join("tmp"),
+        |arg| arg.ends_with(b"driver.mjs"),
+    );
 }

@@ -693,64 +693,21 @@ fn fresh_agent(dir: &Path, imports: &str) -> PathBuf {
     ignore = "needs componentize-py: run tests/run, which installs it"
 )]
 fn a_python_build_stopped_by_ctrl_c_leaves_nothing_running_or_behind() {
-    use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
     let dir = common::temp_dir();
     let agent = fresh_agent(dir.path(), "");
-    let tmp = dir.path().join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let mut build = common::cli()
-        .arg("build-python")
-        .arg(&agent)
-        .arg("-o")
-        .arg(dir.path().join("agent.wasm"))
-        .env("TMPDIR", &tmp)
-        .env("WORLDLINE_BUILD_CACHE", dir.path().join("cache"))
-        .process_group(0)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let pgid = build.id() as i32;
-    let children = || -> Vec<u32> {
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            // SAFETY: getpgid(2) of a pid read from /proc.
-            let group = unsafe { libc::getpgid(pid as i32) };
-            // The build itself (`componentize-py ... componentize MAIN`),
-            // not its `--version` asked before.
-            if group == pgid && cmd.split(|&b| b == 0).any(|a| a == b"componentize") {
-                found.push(pid);
-            }
-        }
-        found
-    };
-    let t0 = std::time::Instant::now();
-    while children().is_empty() {
-        assert!(
-            t0.elapsed().as_secs() < 120,
-            "componentize-py never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    // SAFETY: kill(2) of the process group this test started.
-    unsafe { libc::kill(-pgid, libc::SIGINT) };
-    let status = build.wait().unwrap();
-    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
-    let t0 = std::time::Instant::now();
-    while !children().is_empty() {
-        assert!(t0.elapsed().as_secs() < 10, "componentize-py ran on");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let left: Vec<_> = std::fs::read_dir(&tmp)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    let out = dir.path().join("agent.wasm");
+    // The build itself (`componentize-py ... componentize MAIN`), not its
+    // `--version` asked before.
+    common::stopped_build(
+        &[
+            OsStr::new("build-python"),
+            agent.as_os_str(),
+            OsStr::new("-o"),
+            out.as_os_str(),
+        ],
+        &dir.path().join("tmp"),
+        |arg| arg == b"componentize",
+    );
 }
 
 /// Two builds of the same sources at once give the same bytes: the

@@ -1087,6 +1087,63 @@ fn build_js_guest(agent: &str) -> PathBuf {
     wasm
 }
 
+/// `worldline ARGS` (a build) stopped by Ctrl-C: started in a process
+/// group of its own with its temporary folders in `tmp`, SIGINT sent to
+/// the group once a process of it has an argument `helper` accepts (the
+/// build's helper at work); then checks that worldline ended by the
+/// signal, the helper with it, and nothing is left in `tmp`.
+pub fn stopped_build(args: &[&OsStr], tmp: &Path, helper: fn(&[u8]) -> bool) {
+    use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+    std::fs::create_dir_all(tmp).unwrap();
+    let mut build = cli()
+        .args(args)
+        .env("TMPDIR", tmp)
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pgid = build.id() as i32;
+    let helpers = || -> Vec<u32> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            // SAFETY: getpgid(2) of a pid read from /proc.
+            let group = unsafe { libc::getpgid(pid as i32) };
+            if group == pgid && cmd.split(|&b| b == 0).any(helper) {
+                found.push(pid);
+            }
+        }
+        found
+    };
+    let t0 = std::time::Instant::now();
+    while helpers().is_empty() {
+        assert!(
+            t0.elapsed().as_secs() < 120,
+            "the build's helper never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) of the process group this test started.
+    unsafe { libc::kill(-pgid, libc::SIGINT) };
+    let status = build.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
+    let t0 = std::time::Instant::now();
+    while !helpers().is_empty() {
+        assert!(t0.elapsed().as_secs() < 10, "the build's helper ran on");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let left: Vec<_> = std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 /// The replay-and-fork scenario every agent language must pass: run the
 /// careful example `agent` on `cases/incident/baseline.toml`, replay it
 /// (identical), fork it where it closes the ticket with `close_ticket`
