@@ -1,4 +1,4 @@
-//! The processes a build runs (componentize-py, pip, esbuild): each ends
+//! The processes a build runs (componentize-py, pip, Node): each ends
 //! with the build. It is killed when the thread that started it ends (the
 //! process killed, `PR_SET_PDEATHSIG`), and when the build is asked to
 //! stop (`stopped`: a signal its caller noted), after which the build

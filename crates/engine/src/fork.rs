@@ -508,15 +508,11 @@ pub fn resume(
         .into());
     }
     let limits = &rec.case.limits;
+    let raisable = limits.raisable();
     for (name, &value) in raised {
-        let now = match name.as_str() {
-            "fuel" => Some(limits.fuel),
-            "max_steps" => limits.max_steps,
-            "max_events" => Some(limits.max_events),
-            "max_errors" => limits.max_errors,
-            "timeout_ms" => Some(limits.timeout_ms),
-            _ => None,
-        };
+        let now = (raisable.iter())
+            .find(|(n, _)| n == name)
+            .and_then(|&(_, now)| now);
         let flag = format!("--{}", name.replace('_', "-"));
         // A run carries no limit a case could not state (the case's range
         // was checked against the store's object, and named it).

@@ -49,9 +49,7 @@ pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
         quiet: args.common.json,
         stopped: worldline_engine::native::Interrupt::noted,
     });
-    if interrupt.arrived() {
-        interrupt.end();
-    }
+    interrupt.end();
     let built = built?;
     if args.common.json {
         let doc = json!({

@@ -71,9 +71,7 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
     // ends by the signal (componentize-py ignored SIGINT and ran on).
     let interrupt = worldline_engine::native::Interrupt::start();
     let built = python::build(&job, &mut |progress| eprintln!("{progress}"));
-    if interrupt.arrived() {
-        interrupt.end();
-    }
+    interrupt.end();
     let built = built?;
     if args.common.json {
         let doc = json!({

@@ -69,6 +69,21 @@ impl Steps {
     }
 }
 
+impl Limits {
+    /// The limits a resume may raise, by the names its flags give them
+    /// (`--max-steps` raises `max_steps`), and their values (`None`: no
+    /// limit).
+    pub fn raisable(&self) -> [(&'static str, Option<u64>); 5] {
+        [
+            ("fuel", Some(self.fuel)),
+            ("max_steps", self.max_steps),
+            ("max_events", Some(self.max_events)),
+            ("max_errors", self.max_errors),
+            ("timeout_ms", Some(self.timeout_ms)),
+        ]
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {

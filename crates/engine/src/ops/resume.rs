@@ -58,32 +58,18 @@ pub fn from_furthest(
             parent.event,
             parent.run
         ));
-        for (name, value) in limits_of(&run.case.limits) {
-            let before = limits_of(&furthest.case.limits)
-                .into_iter()
-                .find(|(n, _)| *n == name);
-            if before.is_some_and(|(_, b)| b != value) {
+        // Both lists name the same limits in the same order.
+        let before = furthest.case.limits.raisable();
+        for ((name, value), (_, was)) in run.case.limits.raisable().into_iter().zip(before) {
+            if let (Some(value), Some(was)) = (value, was)
+                && value != was
+            {
                 limits.entry(name.to_string()).or_insert(value);
             }
         }
         run = furthest;
     }
     (run, limits, note)
-}
-
-/// The limits a resume raises, by the name its flags give them (those
-/// with no limit left out).
-fn limits_of(l: &worldline_case::case::limits::Limits) -> Vec<(&'static str, u64)> {
-    [
-        ("fuel", Some(l.fuel)),
-        ("max_steps", l.max_steps),
-        ("max_events", Some(l.max_events)),
-        ("max_errors", l.max_errors),
-        ("timeout_ms", Some(l.timeout_ms)),
-    ]
-    .into_iter()
-    .filter_map(|(n, v)| Some((n, v?)))
-    .collect()
 }
 
 /// An incomplete run of a suite's case.
