@@ -56,11 +56,18 @@ fn run(command: &mut Command, stopped: &dyn Fn() -> bool, shown: bool) -> anyhow
         .stdout(Stdio::piped())
         .stderr(stderr)
         .spawn()?;
-    let drain = |mut from: Box<dyn std::io::Read + Send>| {
+    // What a helper says is kept up to a document's bound (its JSON
+    // result, its errors); past it, read and dropped, so it never waits
+    // on a full pipe.
+    let drain = |from: Box<dyn std::io::Read + Send>| {
         std::thread::spawn(move || {
-            let mut all = Vec::new();
-            let _ = from.read_to_end(&mut all);
-            all
+            let mut from = from;
+            let mut kept = Vec::new();
+            let _ = (&mut from)
+                .take(worldline_case::bounded::DOCUMENT)
+                .read_to_end(&mut kept);
+            let _ = std::io::copy(&mut from, &mut std::io::sink());
+            kept
         })
     };
     let stdout = drain(Box::new(child.stdout.take().expect("piped")));
